@@ -1,0 +1,33 @@
+// Imports a node's topology from hwloc: live discovery of this machine, or an hwloc XML file (1.x or 2.x).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuops/core/units.hpp"
+#include "gpuops/topo/topology.hpp"
+
+namespace gpuops::topo {
+
+/// Reads an hwloc XML export (`lstopo --of xml`, hwloc 1.x or 2.x format); "-" reads stdin.
+/// Missing file: InputMissingError. Malformed XML, an NCCL topology file, another root element, XML format 3.0 or
+/// anything else hwloc refuses: DataError naming the file (and the line where known).
+/// Notes that are not errors (no GPU found, a host bridge not local to one package) go to `warnings`.
+[[nodiscard]] Topology import_hwloc_xml(std::string_view path, std::vector<std::string>& warnings);
+
+/// Discovers this machine with hwloc, every I/O object included. PCIe link speeds come from sysfs
+/// max_link_speed/max_link_width where the kernel has them, since hwloc reports the current (idle-throttled) speed.
+/// Throws HwlocError (UnavailableError) when hwloc fails.
+[[nodiscard]] Topology import_hwloc_live(std::vector<std::string>& warnings);
+
+namespace detail {
+
+/// The link a device can train to, from the text of sysfs max_link_speed ("16.0 GT/s PCIe") and max_link_width
+/// ("16"). Width 0 (unknown) when the width is not a PCIe width; nullopt when the speed is unknown or unreadable.
+[[nodiscard]] std::optional<units::PcieLink> parse_sysfs_max_link(std::string_view speed, std::string_view width);
+
+}  // namespace detail
+
+}  // namespace gpuops::topo

@@ -1,0 +1,337 @@
+// Path computation: up to the lowest common ancestor and down, across sockets, and over the fabric.
+#include "gpuops/topo/routing.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "gpuops/core/error.hpp"
+
+namespace gpuops::topo {
+
+std::string_view to_string(Relation relation) {
+    switch (relation) {
+        case Relation::self: return "X";
+        case Relation::pix: return "PIX";
+        case Relation::pxb: return "PXB";
+        case Relation::phb: return "PHB";
+        case Relation::node: return "NODE";
+        case Relation::sys: return "SYS";
+        case Relation::net: return "NET";
+    }
+    return "?";
+}
+
+std::string_view to_string(PathKind kind) {
+    switch (kind) {
+        case PathKind::direct: return "direct";
+        case PathKind::nic_loopback: return "nic_loopback";
+        case PathKind::host_staging: return "host_staging";
+        case PathKind::alternate_nic: return "alternate_nic";
+    }
+    return "?";
+}
+
+Router::Router(const Topology& topology)
+    : topo_(topology),
+      uplink_(topology.devices.size()),
+      side_links_(topology.devices.size()),
+      network_port_(topology.devices.size()),
+      nics_by_node_(topology.nodes.size()) {
+    for (const auto& l : topo_.links) {
+        if (topo_.devices[l.a].parent == l.b) {
+            uplink_[l.a] = l.id;
+        } else {
+            side_links_[l.a].push_back(l.id);
+            side_links_[l.b].push_back(l.id);
+        }
+        if (l.kind == LinkKind::network) {
+            if (topo_.devices[l.a].kind == DeviceKind::nic) network_port_[l.a] = l.id;
+            if (topo_.devices[l.b].kind == DeviceKind::nic) network_port_[l.b] = l.id;
+        }
+    }
+    for (const auto& d : topo_.devices) {
+        if (d.kind == DeviceKind::nic && d.node >= 0 && static_cast<std::size_t>(d.node) < nics_by_node_.size()) {
+            nics_by_node_[static_cast<std::size_t>(d.node)].push_back(d.id);
+        }
+    }
+    for (auto& nics : nics_by_node_) {
+        std::stable_partition(nics.begin(), nics.end(), [&](DeviceId n) { return topo_.devices[n].rdma; });
+    }
+}
+
+std::vector<DeviceId> Router::ancestors(DeviceId device) const {
+    std::vector<DeviceId> chain;
+    for (DeviceId d = device; d != no_device; d = topo_.devices[d].parent) chain.push_back(d);
+    return chain;
+}
+
+DeviceId Router::socket_of(DeviceId device) const {
+    const auto chain = ancestors(device);
+    for (DeviceId d : chain)
+        if (topo_.devices[d].kind == DeviceKind::socket) return d;
+    return no_device;
+}
+
+void Router::socket_path(DeviceId from, DeviceId to, std::vector<EdgeId>& edges) const {
+    // Breadth-first over socket interconnects: direct in a full mesh, but rings and partial meshes work too.
+    std::vector<std::pair<DeviceId, EdgeId>> came_from(topo_.devices.size(), {no_device, 0});
+    std::deque<DeviceId> queue{from};
+    came_from[from] = {from, 0};
+    while (!queue.empty() && came_from[to].first == no_device) {
+        const DeviceId s = queue.front();
+        queue.pop_front();
+        for (LinkId l : side_links_[s]) {
+            const Link& link = topo_.links[l];
+            if (link.kind != LinkKind::socket_interconnect) continue;
+            const DeviceId next = link.a == s ? link.b : link.a;
+            if (came_from[next].first != no_device) continue;
+            came_from[next] = {s, link.a == s ? Topology::up_edge(l) : Topology::down_edge(l)};
+            queue.push_back(next);
+        }
+    }
+    if (came_from[to].first == no_device) {
+        throw DataError(fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(from)),
+                                    quoted(topo_.label(to))));
+    }
+    std::vector<EdgeId> reversed;
+    for (DeviceId s = to; s != from; s = came_from[s].first) reversed.push_back(came_from[s].second);
+    edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
+}
+
+void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) const {
+    const auto up = ancestors(src);
+    const auto down = ancestors(dst);
+    // Lowest common ancestor: the first of src's chain that is also in dst's chain.
+    DeviceId lca = no_device;
+    for (DeviceId d : up) {
+        if (std::find(down.begin(), down.end(), d) != down.end()) {
+            lca = d;
+            break;
+        }
+    }
+    const DeviceId top_src = lca != no_device ? lca : up.back();
+    const DeviceId top_dst = lca != no_device ? lca : down.back();
+    for (DeviceId d : up) {
+        if (d == top_src) break;
+        edges.push_back(Topology::up_edge(*uplink_[d]));
+    }
+    if (lca == no_device) {
+        const auto& a = topo_.devices[top_src];
+        const auto& b = topo_.devices[top_dst];
+        if (a.kind != DeviceKind::socket || b.kind != DeviceKind::socket) {
+            throw DataError(fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
+        }
+        socket_path(top_src, top_dst, edges);
+    }
+    std::vector<EdgeId> descent;
+    for (DeviceId d : down) {
+        if (d == top_dst) break;
+        descent.push_back(Topology::down_edge(*uplink_[d]));
+    }
+    edges.insert(edges.end(), descent.rbegin(), descent.rend());
+}
+
+std::optional<DeviceId> Router::nearest_nic(DeviceId device) const {
+    const auto& d = topo_.devices[device];
+    const auto& nics = nics_by_node_.at(static_cast<std::size_t>(d.node));
+    if (nics.empty()) return std::nullopt;
+    const bool any_rdma = topo_.devices[nics.front()].rdma;
+    // Closeness by relationship (PIX best), then by hop count; ties spread devices over equally near NICs.
+    std::vector<std::pair<std::pair<int, std::size_t>, DeviceId>> ranked;
+    for (DeviceId n : nics) {
+        if (any_rdma && !topo_.devices[n].rdma) continue;
+        if (n == device) return n;
+        std::vector<EdgeId> edges;
+        tree_path(device, n, edges);
+        ranked.push_back({{static_cast<int>(relation(device, n)), edges.size()}, n});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::size_t ties = 1;
+    while (ties < ranked.size() && ranked[ties].first == ranked[0].first) ++ties;
+    if (ties == 1) return ranked[0].second;
+    // Spread: the k-th device of this kind among those nearest to the same NIC set takes the k-th NIC.
+    std::size_t rank = 0;
+    for (DeviceId other : topo_.devices_of(d.kind, d.node)) {
+        if (other == device) break;
+        ++rank;
+    }
+    return ranked[rank % ties].second;
+}
+
+void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>& edges) const {
+    const auto src_port = network_port_[src_nic];
+    const auto dst_port = network_port_[dst_nic];
+    if (!src_port || !dst_port) {
+        throw DataError(fmt::format("{} and {} are in different nodes and no fabric joins them (use --nodes N --fabric)",
+                                    quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
+    }
+    const Link& sp = topo_.links[*src_port];
+    const Link& dp = topo_.links[*dst_port];
+    const DeviceId src_sw = sp.a == src_nic ? sp.b : sp.a;
+    const DeviceId dst_sw = dp.a == dst_nic ? dp.b : dp.a;
+    edges.push_back(sp.a == src_nic ? Topology::up_edge(sp.id) : Topology::down_edge(sp.id));
+    if (src_sw != dst_sw) {
+        // Shortest switch-to-switch path (leaf → spine → leaf for rails).
+        std::vector<std::pair<DeviceId, EdgeId>> came_from(topo_.devices.size(), {no_device, 0});
+        std::deque<DeviceId> queue{src_sw};
+        came_from[src_sw] = {src_sw, 0};
+        while (!queue.empty() && came_from[dst_sw].first == no_device) {
+            const DeviceId s = queue.front();
+            queue.pop_front();
+            for (LinkId l : side_links_[s]) {
+                const Link& link = topo_.links[l];
+                if (link.kind != LinkKind::network) continue;
+                const DeviceId next = link.a == s ? link.b : link.a;
+                if (topo_.devices[next].kind != DeviceKind::network_switch || came_from[next].first != no_device) continue;
+                came_from[next] = {s, link.a == s ? Topology::up_edge(l) : Topology::down_edge(l)};
+                queue.push_back(next);
+            }
+        }
+        if (came_from[dst_sw].first == no_device) {
+            throw DataError(fmt::format("the fabric has no path from {} to {} (a rail-only fabric joins only NICs of "
+                                        "the same rail)",
+                                        quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
+        }
+        std::vector<EdgeId> reversed;
+        for (DeviceId s = dst_sw; s != src_sw; s = came_from[s].first) reversed.push_back(came_from[s].second);
+        edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
+    }
+    edges.push_back(dp.a == dst_nic ? Topology::down_edge(dp.id) : Topology::up_edge(dp.id));
+}
+
+std::optional<DeviceId> Router::fabric_nic_towards(DeviceId dst, DeviceId src_nic) const {
+    // Rail-aligned first: the destination node's NIC on the same fabric switch as the source NIC, if any.
+    const auto src_port = network_port_[src_nic];
+    const auto& nics = nics_by_node_.at(static_cast<std::size_t>(topo_.devices[dst].node));
+    if (src_port && topo_.fabric && topo_.fabric->kind != "nonblocking") {
+        const Link& sp = topo_.links[*src_port];
+        const DeviceId src_sw = sp.a == src_nic ? sp.b : sp.a;
+        for (DeviceId n : nics) {
+            const auto port = network_port_[n];
+            if (!port) continue;
+            const Link& p = topo_.links[*port];
+            if ((p.a == n ? p.b : p.a) == src_sw) return n;
+        }
+    }
+    return nearest_nic(dst);
+}
+
+Path Router::finish(PathKind kind, DeviceId src, DeviceId dst, std::vector<EdgeId> edges,
+                    std::vector<DeviceId> nics) const {
+    Path p;
+    p.kind = kind;
+    p.src = src;
+    p.dst = dst;
+    p.bottleneck = edges.empty() ? 0 : std::numeric_limits<double>::infinity();
+    for (EdgeId e : edges) {
+        const Link& l = topo_.links[e / 2];
+        p.bottleneck = std::min(p.bottleneck, l.bandwidth);
+        p.latency_us += l.latency_us;
+    }
+    p.edges = std::move(edges);
+    p.nics = std::move(nics);
+    return p;
+}
+
+Path Router::inter_node(DeviceId src, DeviceId dst, DeviceId src_nic, PathKind kind) const {
+    const auto dst_nic = fabric_nic_towards(dst, src_nic);
+    if (!dst_nic) {
+        throw DataError(fmt::format("node {} has no NIC to reach {}", quoted(topo_.nodes[static_cast<std::size_t>(topo_.devices[dst].node)].hostname),
+                                    quoted(topo_.label(dst))));
+    }
+    std::vector<EdgeId> edges;
+    if (src != src_nic) tree_path(src, src_nic, edges);
+    fabric_path(src_nic, *dst_nic, edges);
+    if (*dst_nic != dst) tree_path(*dst_nic, dst, edges);
+    return finish(kind, src, dst, std::move(edges), {src_nic, *dst_nic});
+}
+
+Path Router::route(DeviceId src, DeviceId dst) const {
+    if (src == dst) throw InternalError("route: source and destination are the same device");
+    const auto& s = topo_.devices.at(src);
+    const auto& d = topo_.devices.at(dst);
+    if (s.node == d.node) {
+        std::vector<EdgeId> edges;
+        tree_path(src, dst, edges);
+        return finish(PathKind::direct, src, dst, std::move(edges), {});
+    }
+    const auto src_nic = nearest_nic(src);
+    if (!src_nic) {
+        throw DataError(fmt::format("node {} has no NIC, so {} cannot reach another node",
+                                    quoted(topo_.nodes[static_cast<std::size_t>(s.node)].hostname), quoted(topo_.label(src))));
+    }
+    return inter_node(src, dst, *src_nic, PathKind::direct);
+}
+
+std::vector<Path> Router::alternatives(DeviceId src, DeviceId dst) const {
+    std::vector<Path> paths{route(src, dst)};
+    const auto& s = topo_.devices[src];
+    const auto& d = topo_.devices[dst];
+    if (s.node == d.node) {
+        // NIC loopback: up to the source's NIC and back down (the NIC hairpins the traffic).
+        if (const auto nic = nearest_nic(src); nic && *nic != src && *nic != dst) {
+            std::vector<EdgeId> edges;
+            tree_path(src, *nic, edges);
+            tree_path(*nic, dst, edges);
+            paths.push_back(finish(PathKind::nic_loopback, src, dst, std::move(edges), {*nic}));
+        }
+        // Host staging: into the source socket's memory, then out to the destination.
+        const DeviceId socket = socket_of(src);
+        if (socket != no_device) {
+            for (DeviceId mem : topo_.children(socket)) {
+                if (topo_.devices[mem].kind != DeviceKind::cpu_memory || mem == src || mem == dst) continue;
+                std::vector<EdgeId> edges;
+                tree_path(src, mem, edges);
+                tree_path(mem, dst, edges);
+                paths.push_back(finish(PathKind::host_staging, src, dst, std::move(edges), {}));
+                break;
+            }
+        }
+        return paths;
+    }
+    // Across nodes: every other local NIC attached to the fabric.
+    const auto preferred = paths.front().nics.empty() ? no_device : paths.front().nics.front();
+    for (DeviceId nic : nics_by_node_.at(static_cast<std::size_t>(s.node))) {
+        if (nic == preferred || !network_port_[nic]) continue;
+        try {
+            paths.push_back(inter_node(src, dst, nic, PathKind::alternate_nic));
+        } catch (const DataError&) {
+            // A rail-only fabric may leave this NIC without a route to the destination: not an alternative.
+        }
+    }
+    return paths;
+}
+
+Relation Router::relation(DeviceId a, DeviceId b) const {
+    if (a == b) return Relation::self;
+    if (topo_.devices[a].node != topo_.devices[b].node) return Relation::net;
+    const auto up = ancestors(a);
+    const auto down = ancestors(b);
+    DeviceId lca = no_device;
+    for (DeviceId d : up) {
+        if (std::find(down.begin(), down.end(), d) != down.end()) {
+            lca = d;
+            break;
+        }
+    }
+    if (lca == no_device) return Relation::sys;
+    switch (topo_.devices[lca].kind) {
+        case DeviceKind::pcie_switch: {
+            int switches = 0;
+            for (const auto* chain : {&up, &down})
+                for (DeviceId d : *chain) {
+                    if (d == lca) break;
+                    if (topo_.devices[d].kind == DeviceKind::pcie_switch) ++switches;
+                }
+            return switches == 0 ? Relation::pix : Relation::pxb;
+        }
+        case DeviceKind::root_complex: return Relation::phb;
+        case DeviceKind::socket: return Relation::node;
+        default: return Relation::pix;  // one endpoint is the other's ancestor (e.g. a switch and its GPU)
+    }
+}
+
+}  // namespace gpuops::topo

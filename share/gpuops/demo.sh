@@ -1,0 +1,13 @@
+#!/bin/sh
+# make demo: the gpuops pipeline on the embedded default topology (grows as tools land).
+set -eu
+bin=${1:-build}/tools
+echo "== vp-probe --preset pcie-8gpu-gen4 --format text"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --format text
+echo
+echo "== vp-probe --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | summary"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200Gb/s --compact \
+  | grep -o '"summary":{[^}]*}'
+echo
+echo "== vp-probe --preset pcie-8gpu-gen4 --format gres-conf"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --format gres-conf

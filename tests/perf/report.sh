@@ -1,0 +1,38 @@
+# make bench: runs bench_topo with repetitions, then bench_report's median/ratio table. Usage: sh report.sh BUILD_DIR
+set -eu
+
+if [ $# -ne 1 ]; then
+    echo "usage: sh tests/perf/report.sh BUILD_DIR" >&2
+    exit 2
+fi
+build=$1
+bench_topo=$build/tests/perf/bench_topo
+bench_report=$build/tests/perf/bench_report
+for tool in "$bench_topo" "$bench_report"; do
+    if [ ! -x "$tool" ]; then
+        echo "report.sh: error: $tool is missing (is libbenchmark-dev installed? try: make deps build)" >&2
+        exit 69
+    fi
+done
+
+out=$build/bench
+mkdir -p "$out"
+raw=$out/bench-topo.json
+log=$out/bench-topo.log
+report=$out/bench-report.json
+
+# Repetitions are randomly interleaved so that slow drift on a noisy machine hits ours and the baseline alike.
+echo "report.sh: running bench_topo (5 repetitions per benchmark; log in $log)" >&2
+if ! "$bench_topo" --benchmark_repetitions="${GPUOPS_BENCH_REPETITIONS:-5}" \
+        --benchmark_min_time="${GPUOPS_BENCH_MIN_TIME:-0.05}" \
+        --benchmark_enable_random_interleaving=true \
+        --benchmark_report_aggregates_only=false \
+        --benchmark_out="$raw" --benchmark_out_format=json >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    echo "report.sh: error: bench_topo failed; see $log" >&2
+    exit 1
+fi
+
+"$bench_report" --json "$report" "$raw"
+echo "report.sh: raw Google Benchmark output in $raw" >&2
+echo "report.sh: JSON report in $report" >&2

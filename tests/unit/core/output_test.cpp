@@ -1,0 +1,73 @@
+// Atomic output: the file appears complete on commit, and never half-written when the writer fails.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+
+#include "gpuops/core/error.hpp"
+#include "gpuops/core/output.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "gpuops-output-XXXXXX").string();
+        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+        path = pattern;
+    }
+    ~TempDir() { fs::remove_all(path); }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("commit renames the temp file into place with a normal file mode", "[output]") {
+    TempDir dir;
+    const fs::path target = dir.path / "out.json";
+    {
+        gpuops::Output out(target.string());
+        out.stream() << "{\"a\": 1}\n";
+        CHECK_FALSE(fs::exists(target));  // nothing visible before commit
+        CHECK(gpuops::pending_temp_files().size() == 1);
+        out.commit();
+    }
+    CHECK(slurp(target) == "{\"a\": 1}\n");
+    CHECK(gpuops::pending_temp_files().empty());
+    struct stat st {};
+    REQUIRE(::stat(target.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0044) != 0);  // readable by others unless the umask says no, unlike mkstemp's 0600
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("an uncommitted output leaves neither the target nor a temp file", "[output]") {
+    TempDir dir;
+    const fs::path target = dir.path / "out.json";
+    std::ofstream(target) << "old contents\n";
+    {
+        gpuops::Output out(target.string());
+        out.stream() << "half";
+    }  // e.g. an exception unwound past it
+    CHECK(slurp(target) == "old contents\n");
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
+    CHECK(gpuops::pending_temp_files().empty());
+}
+
+TEST_CASE("an output in a missing directory is an I/O error naming the file", "[output]") {
+    CHECK_THROWS_AS(gpuops::Output("/nonexistent-dir/x.json"), gpuops::IoError);
+    CHECK_THROWS_WITH(gpuops::Output("/nonexistent-dir/x.json"),
+                      "cannot create '/nonexistent-dir/x.json': No such file or directory");
+}
