@@ -1,11 +1,35 @@
 // vp-probe: discover a node's PCIe topology (hwloc, hwloc/NCCL XML, presets, clusters) as gpuops.topology JSON.
-#include <iostream>
+#include <chrono>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "gpuops/core/cli.hpp"
 #include "gpuops/topo/presets.hpp"
 #include "gpuops/topo/probe.hpp"
+
+namespace {
+
+void write_all(const gpuops::cli::Tool& tool, const std::string& text) {
+    auto output = tool.open_output();
+    output.stream() << text;
+    output.commit();
+}
+
+/// -v: what was found and where its numbers come from, for operators checking a probe.
+void explain(const gpuops::cli::Tool& tool, const gpuops::topo::Topology& t, std::chrono::steady_clock::duration took) {
+    using gpuops::topo::DeviceKind;
+    const auto ms = std::chrono::duration<double, std::milli>(took).count();
+    tool.note(fmt::format("{} {}: {} node(s), {} GPUs, {} NICs, {} PCIe switches, {} links in {:.1f} ms", t.source.kind,
+                          t.source.name, t.nodes.size(), t.devices_of(DeviceKind::gpu).size(),
+                          t.devices_of(DeviceKind::nic).size(), t.devices_of(DeviceKind::pcie_switch).size(),
+                          t.links.size(), ms));
+    std::map<std::string, int> sources;
+    for (const auto& l : t.links) ++sources[l.source];
+    for (const auto& [source, n] : sources) tool.note(fmt::format("{} link(s): {}", n, source));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     gpuops::cli::Tool tool("vp-probe",
@@ -16,9 +40,11 @@ int main(int argc, char** argv) {
     bool list_presets = false;
     int nodes = 0;
     auto& app = tool.app();
-    app.add_option("FILE", opts.document, "Read a gpuops.topology document instead of probing ('-' = stdin)");
+    app.add_option("FILE", opts.document, "Read a gpuops.topology document instead of probing ('-' = stdin)")
+        ->type_name("");
     app.add_option("--xml", opts.xml, "Import an hwloc XML file (lstopo --of xml; format 1.x or 2.x)")->type_name("FILE");
-    app.add_option("--nccl-xml", opts.nccl_xml, "Import an NCCL topology XML file (NCCL_TOPO_FILE format)")->type_name("FILE");
+    app.add_option("--nccl-xml", opts.nccl_xml, "Import an NCCL topology XML file (NCCL_TOPO_FILE format)")
+        ->type_name("FILE");
     app.add_option("--preset", opts.preset, "Build an embedded preset (see --list-presets) or a preset spec FILE.json")
         ->type_name("NAME");
     app.add_flag("--list-presets", list_presets, "List the embedded presets and where their numbers come from");
@@ -30,25 +56,18 @@ int main(int argc, char** argv) {
         ->type_name("FILE");
 
     return tool.run(argc, argv, [&] {
+        const auto& common = tool.common();
         if (list_presets) {
-            std::string out;
-            for (const auto& p : gpuops::topo::list_presets()) {
-                out += fmt::format("{:<20} {}\n", p.name, p.description);
-                if (tool.common().verbose > 0)
-                    for (const auto& s : p.sources) out += fmt::format("{:<20}   - {}\n", "", s);
-            }
-            auto output = tool.open_output();
-            output.stream() << out;
-            output.commit();
+            const std::string format = tool.format_given() ? common.format : "text";
+            write_all(tool, gpuops::topo::render_preset_list(format, common.verbose > 0, common.compact, tool.name()));
             return gpuops::ExitCode::ok;
         }
         if (nodes_opt->count() > 0) opts.nodes = nodes;
+        const auto start = std::chrono::steady_clock::now();
         auto result = gpuops::topo::probe(opts);
         for (const auto& w : result.warnings) tool.warn(w);
-        const std::string text = gpuops::topo::render(result.topology, tool.common().format, tool.common().compact, tool.name());
-        auto output = tool.open_output();
-        output.stream() << text;
-        output.commit();
+        explain(tool, result.topology, std::chrono::steady_clock::now() - start);
+        write_all(tool, gpuops::topo::render(result.topology, common.format, common.compact, tool.name()));
         return gpuops::ExitCode::ok;
     });
 }

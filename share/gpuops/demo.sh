@@ -5,7 +5,7 @@ bin=${1:-build}/tools
 echo "== vp-probe --preset pcie-8gpu-gen4 --format text"
 "$bin/vp-probe" --preset pcie-8gpu-gen4 --format text
 echo
-echo "== vp-probe --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | summary"
+echo "== vp-probe --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200Gb/s (summary of the JSON)"
 "$bin/vp-probe" --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200Gb/s --compact \
   | grep -o '"summary":{[^}]*}'
 echo

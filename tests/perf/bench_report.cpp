@@ -1,14 +1,18 @@
 // make bench: turns bench_topo's Google Benchmark JSON into per-item medians and ours/baseline ratios (markdown + JSON).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gpuops/core/cli.hpp"
 #include "gpuops/core/error.hpp"
@@ -156,14 +160,22 @@ public:
     [[nodiscard]] std::string to_markdown(std::string_view json_path) const {
         const Json m = machine();
         std::string out = "# gpuops bench report\n\n";
-        out += fmt::format("- machine: {} CPUs at {} MHz, host {}, load average {}\n", m.value("num_cpus", Json()).dump(),
-                           m.value("mhz_per_cpu", Json()).dump(), m.value("host_name", std::string("?")),
-                           m.value("load_avg", Json::array()).dump());
-        out += fmt::format("- run: {}, gpuops build {}, Google Benchmark library build {}, CPU scaling {}\n",
-                           m.value("date", std::string("?")), m.value("build_type", std::string("?")),
-                           m.value("library_build_type", std::string("?")),
-                           m.value("cpu_scaling_enabled", false) ? "enabled (expect noise)" : "disabled");
-        out += fmt::format("- method: median real time over {} repetitions per side, in one run; ratio = ours / "
+        std::vector<std::string> where;
+        if (m.contains("num_cpus")) where.push_back(fmt::format("{} CPUs", m["num_cpus"].dump()));
+        if (m.contains("mhz_per_cpu")) where.push_back(fmt::format("{} MHz", m["mhz_per_cpu"].dump()));
+        if (m.contains("host_name")) where.push_back(fmt::format("host {}", m["host_name"].get<std::string>()));
+        if (m.contains("load_avg") && m["load_avg"].is_array()) {
+            std::vector<std::string> loads;
+            for (const auto& l : m["load_avg"]) loads.push_back(l.is_number() ? fmt::format("{:.2f}", l.get<double>()) : l.dump());
+            where.push_back(fmt::format("load average {}", fmt::join(loads, " ")));
+        }
+        if (m.contains("cpu_scaling_enabled") && m["cpu_scaling_enabled"] == true)
+            where.emplace_back("CPU frequency scaling on (expect noise)");
+        out += fmt::format("- machine: {}\n", where.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(where, ", ")));
+        out += fmt::format("- run: {}; gpuops build {}; Google Benchmark library build {}\n",
+                           m.value("date", std::string("date unknown")), m.value("build_type", std::string("unknown")),
+                           m.value("library_build_type", std::string("unknown")));
+        out += fmt::format("- method: median real time over {} repetition(s) per side, in one run; ratio = ours / "
                            "baseline per unit of work (below 1: faster than the baseline); noise = the larger "
                            "stddev/mean of the two sides\n",
                            min_repetitions());

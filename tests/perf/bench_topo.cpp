@@ -21,6 +21,7 @@
 #include <tinyxml2.h>
 
 #include "gpuops/core/embedded.hpp"
+#include "gpuops/core/error.hpp"
 #include "gpuops/core/json_io.hpp"
 #include "gpuops/topo/cluster.hpp"
 #include "gpuops/topo/hwloc_handle.hpp"
@@ -85,7 +86,13 @@ private:
         taken_.insert(name.substr(0, name.rfind('/')));
         benchmark::RegisterBenchmark(name.c_str(),
                                      [units, body = std::move(body)](benchmark::State& state) {
-                                         body(state);
+                                         // Fixtures can change under a running benchmark; report it, do not abort.
+                                         try {
+                                             body(state);
+                                         } catch (const std::exception& e) {
+                                             state.SkipWithError(e.what());
+                                             return;
+                                         }
                                          state.counters["units"] = units;
                                      })
             ->Unit(benchmark::kMicrosecond);

@@ -22,9 +22,11 @@ log=$out/bench-topo.log
 report=$out/bench-report.json
 
 # Repetitions are randomly interleaved so that slow drift on a noisy machine hits ours and the baseline alike.
-echo "report.sh: running bench_topo (5 repetitions per benchmark; log in $log)" >&2
-if ! "$bench_topo" --benchmark_repetitions="${GPUOPS_BENCH_REPETITIONS:-5}" \
-        --benchmark_min_time="${GPUOPS_BENCH_MIN_TIME:-0.05}" \
+repetitions=${GPUOPS_BENCH_REPETITIONS:-5}
+min_time=${GPUOPS_BENCH_MIN_TIME:-0.05}
+echo "report.sh: running bench_topo ($repetitions repetitions of at least ${min_time}s per benchmark; log in $log)" >&2
+if ! "$bench_topo" --benchmark_repetitions="$repetitions" \
+        --benchmark_min_time="$min_time" \
         --benchmark_enable_random_interleaving=true \
         --benchmark_report_aggregates_only=false \
         --benchmark_out="$raw" --benchmark_out_format=json >"$log" 2>&1; then
@@ -34,5 +36,4 @@ if ! "$bench_topo" --benchmark_repetitions="${GPUOPS_BENCH_REPETITIONS:-5}" \
 fi
 
 "$bench_report" --json "$report" "$raw"
-echo "report.sh: raw Google Benchmark output in $raw" >&2
-echo "report.sh: JSON report in $report" >&2
+echo "Raw Google Benchmark output: $raw"

@@ -68,7 +68,7 @@ Tool::Tool(std::string name, std::string summary, std::vector<std::string> forma
     app_.add_option("--timeout", common_.timeout, "Give up after DURATION (e.g. 30s, 250ms) with exit 75")
         ->type_name("DURATION");
     app_.add_flag("-q,--quiet", common_.quiet, "Do not print warnings");
-    app_.add_flag("-v,--verbose", common_.verbose, "Print notes on stderr (repeat for more)");
+    app_.add_flag("-v,--verbose", common_.verbose, "Print notes on stderr: what was found and where its numbers come from");
     app_.footer(fmt::format("See {}(1) and gpuops(7) for the exit codes and formats.", name_));
 }
 
@@ -100,7 +100,7 @@ int Tool::run(int argc, char** argv, const std::function<ExitCode()>& body) {
     try {
         if (common_.version) {
             // Plain --version is one line for tickets and scripts; JSON only when asked for explicitly.
-            if (format_option_ != nullptr && format_option_->count() > 0 && common_.format == "json") {
+            if (format_given() && common_.format == "json") {
                 json_io::write(std::cout, build_info(name_), !common_.compact);
             } else {
                 std::cout << name_ << ' ' << version() << '\n';

@@ -33,6 +33,8 @@ public:
     [[nodiscard]] CLI::App& app() noexcept { return app_; }
     [[nodiscard]] const Common& common() const noexcept { return common_; }
     [[nodiscard]] std::string_view name() const noexcept { return name_; }
+    /// Whether --format was given on the command line (not just defaulted).
+    [[nodiscard]] bool format_given() const { return format_option_ != nullptr && format_option_->count() > 0; }
 
     /// Parses argv and runs `body` under the gpuops contract: --help/--version, --timeout watchdog,
     /// typed errors mapped to exit codes, and a final check that stdout was written. Returns the exit code.

@@ -1,11 +1,9 @@
 // hwloc to the gpuops model: packages become sockets, host bridges root complexes, port bridges collapse into switches.
 #include "gpuops/topo/import_hwloc.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cstring>
@@ -16,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
+#include <unistd.h>
 
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/json_io.hpp"
@@ -39,23 +38,24 @@ std::string xml_problem(const tinyxml2::XMLDocument& doc) {
     }
     const std::string tag = element.empty() ? std::string("an element") : fmt::format("element <{}>", element);
     switch (doc.ErrorID()) {
-        case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the file is empty";
-        case tinyxml2::XML_ERROR_PARSING_ELEMENT: return tag + " is malformed or cut off";
-        case tinyxml2::XML_ERROR_PARSING: return tag + " opened here is not closed";
-        case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: return fmt::format("closing tag does not match {}", tag);
-        case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return fmt::format("malformed attribute in {}", tag);
-        case tinyxml2::XML_ERROR_PARSING_TEXT: return "text outside of any element";
-        case tinyxml2::XML_ERROR_PARSING_CDATA: return "malformed CDATA section";
-        case tinyxml2::XML_ERROR_PARSING_COMMENT: return "malformed comment";
-        case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "malformed XML declaration";
-        case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "malformed <! > markup";
-        default: return doc.ErrorName();
+    case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the file is empty";
+    case tinyxml2::XML_ERROR_PARSING_ELEMENT: return tag + " is malformed or cut off";
+    case tinyxml2::XML_ERROR_PARSING: return tag + " opened here is not closed";
+    case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: return fmt::format("closing tag does not match {}", tag);
+    case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return fmt::format("malformed attribute in {}", tag);
+    case tinyxml2::XML_ERROR_PARSING_TEXT: return "text outside of any element";
+    case tinyxml2::XML_ERROR_PARSING_CDATA: return "malformed CDATA section";
+    case tinyxml2::XML_ERROR_PARSING_COMMENT: return "malformed comment";
+    case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "malformed XML declaration";
+    case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "malformed <! > markup";
+    default: return doc.ErrorName();
     }
 }
 
 /// Whether the text stops before the closing tag of an hwloc or NCCL root element, as a cut-off copy does.
 bool looks_truncated(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
     return !text.ends_with("</topology>") && !text.ends_with("</system>");
 }
 
@@ -178,8 +178,8 @@ struct OsDevices {
 bool is_compute_name(std::string_view name) {
     // DRM card0/renderD128 also are GPU OS devices, but BMC graphics have them too.
     for (std::string_view prefix : {"cuda", "nvml", "opencl", "rsmi", "ze"}) {
-        if (name.size() > prefix.size() && name.starts_with(prefix) &&
-            name[prefix.size()] >= '0' && name[prefix.size()] <= '9')
+        if (name.size() > prefix.size() && name.starts_with(prefix) && name[prefix.size()] >= '0' &&
+            name[prefix.size()] <= '9')
             return true;
     }
     return false;
@@ -192,11 +192,11 @@ OsDevices os_devices_of(hwloc_obj_t pci) {
         const std::string name = child->name != nullptr ? child->name : "";
         if (!name.empty()) out.names.push_back(name);
         switch (child->attr->osdev.type) {
-            case HWLOC_OBJ_OSDEV_GPU:
-            case HWLOC_OBJ_OSDEV_COPROC: out.compute = out.compute || is_compute_name(name); break;
-            case HWLOC_OBJ_OSDEV_OPENFABRICS: out.openfabrics = true; break;
-            case HWLOC_OBJ_OSDEV_NETWORK: out.network = true; break;
-            default: break;
+        case HWLOC_OBJ_OSDEV_GPU:
+        case HWLOC_OBJ_OSDEV_COPROC: out.compute = out.compute || is_compute_name(name); break;
+        case HWLOC_OBJ_OSDEV_OPENFABRICS: out.openfabrics = true; break;
+        case HWLOC_OBJ_OSDEV_NETWORK: out.network = true; break;
+        default: break;
         }
         if (out.uuid.empty()) out.uuid = info(child, "NVIDIAUUID");
         if (out.gpu_model.empty()) out.gpu_model = info(child, "GPUModel");
@@ -279,7 +279,9 @@ private:
     std::vector<hwloc_obj_t> objects(hwloc_obj_type_t type) const {
         std::vector<hwloc_obj_t> out;
         const int count = hwloc_get_nbobjs_by_type(topo(), type);
-        for (int i = 0; i < count; ++i) out.push_back(hwloc_get_obj_by_type(topo(), type, static_cast<unsigned>(i)));
+        out.reserve(count > 0 ? static_cast<std::size_t>(count) : 0);
+        for (int i = 0; i < count; ++i)
+            out.push_back(hwloc_get_obj_by_type(topo(), type, static_cast<unsigned>(i)));
         return out;
     }
 
@@ -299,7 +301,8 @@ private:
     void add_sockets() {
         packages_ = objects(HWLOC_OBJ_PACKAGE);
         // Some VMs expose no Package: the whole machine is then one socket.
-        const std::vector<hwloc_obj_t> holders = packages_.empty() ? std::vector<hwloc_obj_t>{hwloc_.root()} : packages_;
+        const std::vector<hwloc_obj_t> holders =
+            packages_.empty() ? std::vector<hwloc_obj_t>{hwloc_.root()} : packages_;
         std::map<hwloc_obj_t, std::vector<hwloc_obj_t>> numas;
         for (hwloc_obj_t numa : objects(HWLOC_OBJ_NUMANODE))
             if (hwloc_obj_t owner = numa_owner(numa)) numas[owner].push_back(numa);
@@ -316,16 +319,19 @@ private:
                 const auto with_cpus = std::find_if(it->second.begin(), it->second.end(), [](hwloc_obj_t numa) {
                     return numa->cpuset != nullptr && !hwloc_bitmap_iszero(numa->cpuset);
                 });
-                spec.numa_node = static_cast<int>((with_cpus != it->second.end() ? *with_cpus : it->second.front())->os_index);
+                spec.numa_node =
+                    static_cast<int>((with_cpus != it->second.end() ? *with_cpus : it->second.front())->os_index);
                 std::uint64_t memory = 0;
-                for (hwloc_obj_t numa : it->second)
+                for (hwloc_obj_t numa : it->second) {
                     if (numa->subtype == nullptr || std::string_view(numa->subtype) != "GPUMemory")
                         memory += numa->attr->numanode.local_memory;
+                }
                 if (memory > 0) spec.memory_bytes = memory;
             } else if (holder->nodeset != nullptr && hwloc_bitmap_first(holder->nodeset) >= 0) {
                 spec.numa_node = hwloc_bitmap_first(holder->nodeset);  // memory shared with other packages
             }
-            if (holder->cpuset != nullptr && !hwloc_bitmap_iszero(holder->cpuset)) spec.cpuset = bitmap_list(holder->cpuset);
+            if (holder->cpuset != nullptr && !hwloc_bitmap_iszero(holder->cpuset))
+                spec.cpuset = bitmap_list(holder->cpuset);
             // Slurm's gres.conf Cores= counts cores in hwloc's logical order across the machine.
             HwlocBitmap core_set;
             bool any_core = false;
@@ -354,7 +360,7 @@ private:
             }
         }
         if (matches == 1) return sockets_.at(only);
-        const std::string what = is_host_bridge(io) ? "host bridge " + host_bridge_range(io)
+        const std::string what = is_host_bridge(io)      ? "host bridge " + host_bridge_range(io)
                                  : pci_of(io) != nullptr ? "PCI device " + bus_id_of(*pci_of(io))
                                                          : std::string("I/O object");
         warnings_.push_back(fmt::format("{} is attached to the {}, not to one of its {} packages; placed under {}",
@@ -385,13 +391,15 @@ private:
     }
 
     static void collect_io(hwloc_obj_t obj, std::vector<std::pair<hwloc_obj_t, hwloc_obj_t>>& tops) {
-        for (hwloc_obj_t io = obj->io_first_child; io != nullptr; io = io->next_sibling) tops.emplace_back(obj, io);
+        for (hwloc_obj_t io = obj->io_first_child; io != nullptr; io = io->next_sibling)
+            tops.emplace_back(obj, io);
         for (hwloc_obj_t child = obj->first_child; child != nullptr; child = child->next_sibling)
             collect_io(child, tops);
     }
 
     void add_below(hwloc_obj_t io_parent, Port role, DeviceId attach) {
-        for (hwloc_obj_t child : io_children(io_parent)) add_one(child, role, attach);
+        for (hwloc_obj_t child : io_children(io_parent))
+            add_one(child, role, attach);
     }
 
     /// Adds `obj`, whose I/O parent plays `parent_role`, below device `attach`.
@@ -402,7 +410,7 @@ private:
         }
         if (obj->type != HWLOC_OBJ_BRIDGE) return;  // OS devices of bridges and anything else carry no PCI function
         const int bridges = bridge_children(obj);
-        Port role = parent_role == Port::upstream ? Port::downstream
+        Port role = parent_role == Port::upstream      ? Port::downstream
                     : parent_role == Port::host_bridge ? Port::root_port
                                                        : Port::upstream;
         // A port with several bridges below it fans out: it is a switch's upstream port (the root port or the
@@ -456,7 +464,8 @@ private:
                             link->gen = port->gen;
                             link->gts = port->gts;
                         }
-                        if (port->width > 0 && (link->width == 0 || port->width < link->width)) link->width = port->width;
+                        if (port->width > 0 && (link->width == 0 || port->width < link->width))
+                            link->width = port->width;
                     }
                 }
                 return LinkSpec{link, std::nullopt, "sysfs max_link_speed"};
@@ -488,7 +497,8 @@ Topology import_loaded(const HwlocTopology& hwloc, Source source, std::string ho
 
 std::string this_hostname() {
     char name[HOST_NAME_MAX + 1] = {};
-    if (gethostname(name, sizeof name) != 0) throw UnavailableError(fmt::format("gethostname failed: {}", std::strerror(errno)));
+    if (gethostname(name, sizeof name) != 0)
+        throw UnavailableError(fmt::format("gethostname failed: {}", std::strerror(errno)));
     name[HOST_NAME_MAX] = '\0';
     return name;
 }
@@ -499,8 +509,10 @@ namespace detail {
 
 std::optional<units::PcieLink> parse_sysfs_max_link(std::string_view speed, std::string_view width) {
     const auto trim = [](std::string_view s) {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-        while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+        while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+            s.remove_prefix(1);
+        while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+            s.remove_suffix(1);
         return s;
     };
     speed = trim(speed);
@@ -537,8 +549,10 @@ Topology import_hwloc_xml(std::string_view path, std::vector<std::string>& warni
                                     e.what(), file),
                         {file, "", 0});
     }
-    Topology topology = import_loaded(hwloc, Source{"hwloc-xml", file}, info(hwloc.root(), "HostName"), false, warnings);
-    if (topology.devices_of(DeviceKind::gpu).empty()) warnings.push_back(fmt::format("no GPU found in {}", quoted(file)));
+    Topology topology =
+        import_loaded(hwloc, Source{"hwloc-xml", file}, info(hwloc.root(), "HostName"), false, warnings);
+    if (topology.devices_of(DeviceKind::gpu).empty())
+        warnings.push_back(fmt::format("no GPU found in {}", quoted(file)));
     return topology;
 }
 
@@ -549,11 +563,11 @@ Topology import_hwloc_live(std::vector<std::string>& warnings) {
     const std::string hostname = this_hostname();
     const bool this_system = hwloc.is_this_system();
     if (!this_system) {
-        warnings.push_back("hwloc did not discover this machine (HWLOC_XMLFILE or HWLOC_SYNTHETIC is set?); "
-                           "the topology describes something else");
+        warnings.emplace_back("hwloc did not discover this machine (HWLOC_XMLFILE or HWLOC_SYNTHETIC is set?); "
+                              "the topology describes something else");
     }
     Topology topology = import_loaded(hwloc, Source{"hwloc", hostname}, hostname, this_system, warnings);
-    if (topology.devices_of(DeviceKind::gpu).empty()) warnings.push_back("no GPU found on this machine");
+    if (topology.devices_of(DeviceKind::gpu).empty()) warnings.emplace_back("no GPU found on this machine");
     return topology;
 }
 

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <tinyxml2.h>
 
+#include "gpuops/core/cpulist.hpp"
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/json_io.hpp"
 #include "gpuops/core/units.hpp"
@@ -88,22 +89,12 @@ std::optional<std::string> cpulist_from_mask(std::string_view mask) {
     }
     std::reverse(groups.begin(), groups.end());
 
-    std::string out;
-    const auto append_range = [&out](std::size_t first, std::size_t last) {
-        if (!out.empty()) out += ',';
-        out += first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-    };
-    bool in_run = false;
-    std::size_t run_start = 0;
+    std::vector<int> cpus;
     const std::size_t bits = groups.size() * 32;
     for (std::size_t bit = 0; bit < bits; ++bit) {
-        const bool set = (groups[bit / 32] >> (bit % 32)) & 1U;
-        if (set && !in_run) run_start = bit;
-        if (!set && in_run) append_range(run_start, bit - 1);
-        in_run = set;
+        if ((groups[bit / 32] >> (bit % 32)) & 1U) cpus.push_back(static_cast<int>(bit));
     }
-    if (in_run) append_range(run_start, bits - 1);
-    return out;
+    return cpulist::format(cpus);
 }
 
 // NCCL writes familyid as family + (extended family << 4) (src/graph/xml.cc), so AMD family 19h appears as 175

@@ -59,7 +59,7 @@ std::vector<std::string> apply_link_rules(Topology& t, const std::vector<LinkRul
             l.source = fmt::format("calibration: {} ({})", origin, r.pointer);
             ++matched;
         }
-        if (matched == 0) warnings.push_back(fmt::format("{}: the rule at {} matches no link", origin, r.pointer));
+        if (matched == 0) warnings.push_back(fmt::format("{}: ({}) the rule matches no link", quoted(origin), r.pointer));
     }
     return warnings;
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuops/core/cpulist.hpp"
 #include "gpuops/core/embedded.hpp"
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/units.hpp"
@@ -84,17 +85,13 @@ void add_devices(Builder& b, DeviceId parent, const View& list, BusCounter& bus)
     }
 }
 
-std::string range_text(int first, int count) {
-    return count == 1 ? std::to_string(first) : fmt::format("{}-{}", first, first + count - 1);
-}
-
 }  // namespace
 
 Topology build_from_spec(const json_io::Json& doc, std::string_view source_name) {
     const View spec(doc);
     Topology t;
     t.source = {"preset", spec.string_or_null("name").value_or(std::string(source_name))};
-    t.nodes.push_back(Node{spec.string_or_null("hostname").value_or("node0")});
+    t.nodes.push_back(Node{spec.string_or_null("hostname").value_or("")});  // name it with --hosts
     Builder b(t, 0);
 
     const View sockets = spec.at("sockets");
@@ -124,13 +121,14 @@ Topology build_from_spec(const json_io::Json& doc, std::string_view source_name)
         ss.memory_bytes = memory;
         // Linux numbers the first thread of every core first, then the siblings: socket s owns
         // cores [s·C, (s+1)·C) and their hyperthreads at an offset of (sockets·C).
-        ss.cores = range_text(s * cores, cores);
-        std::string cpuset;
-        for (int t_index = 0; t_index < threads; ++t_index) {
-            if (!cpuset.empty()) cpuset += ',';
-            cpuset += range_text(t_index * socket_count * cores + s * cores, cores);
+        std::vector<int> core_ids;
+        std::vector<int> cpus;
+        for (int c = 0; c < cores; ++c) {
+            core_ids.push_back(s * cores + c);
+            for (int t_index = 0; t_index < threads; ++t_index) cpus.push_back(t_index * socket_count * cores + s * cores + c);
         }
-        ss.cpuset = cpuset;
+        ss.cores = cpulist::format(core_ids);
+        ss.cpuset = cpulist::format(cpus);
         const DeviceId socket = b.add_socket(ss);
         for (const auto& rc_v : sockets.at("root_complexes").items()) {
             const int rc_count = count_of(rc_v);
@@ -154,6 +152,25 @@ std::vector<PresetInfo> list_presets() {
         if (doc.contains("sources"))
             for (const auto& s : doc["sources"]) info.sources.push_back(s.get<std::string>());
         out.push_back(std::move(info));
+    }
+    return out;
+}
+
+std::string render_preset_list(std::string_view format, bool verbose, bool compact, std::string_view tool) {
+    const auto presets = list_presets();
+    if (format == "json") {
+        auto doc = json_io::make_header("gpuops.preset_list", 1, tool);
+        auto list = json_io::Json::array();
+        for (const auto& p : presets) list.push_back({{"name", p.name}, {"description", p.description}, {"sources", p.sources}});
+        doc["presets"] = list;
+        return (compact ? doc.dump() : doc.dump(2)) + "\n";
+    }
+    if (format != "text") throw UsageError(fmt::format("--list-presets prints text or json, not {}", quoted(format)));
+    std::string out;
+    for (const auto& p : presets) {
+        out += fmt::format("{:<20} {}\n", p.name, p.description);
+        if (verbose)
+            for (const auto& s : p.sources) out += fmt::format("{:<20}   - {}\n", "", s);
     }
     return out;
 }

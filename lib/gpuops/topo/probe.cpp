@@ -77,8 +77,11 @@ ProbeResult probe(const ProbeOptions& o) {
 
     Topology t = load_source(o, result.warnings);
     const int count = o.nodes ? *o.nodes : static_cast<int>(hostnames.size());
-    if (count >= 1 && !(count == 1 && hostnames.empty() && o.fabric.empty())) {
+    if (count > 1 || (count == 1 && !o.fabric.empty())) {
         t = compose_cluster(t, count, fabric, hostnames);
+    } else if (count == 1 && !hostnames.empty()) {
+        if (t.nodes.size() != 1) throw UsageError("--hosts names one host but the input has several nodes");
+        t.nodes.front().hostname = hostnames.front();  // one host: a name, not a cluster
     }
     if (!rules.empty()) {
         auto w = apply_link_rules(t, rules, o.links);

@@ -49,10 +49,11 @@ std::string render_gres_conf(const Topology& t, std::string_view generator) {
         std::stable_sort(gpus.begin(), gpus.end(), [&](DeviceId a, DeviceId b) {
             return t.devices[a].pci_bus_id.value_or("") < t.devices[b].pci_bus_id.value_or("");
         });
-        const std::string host = t.nodes[n].hostname.empty() ? "localhost" : t.nodes[n].hostname;
+        // Without a hostname the lines carry no NodeName= and apply to the node that reads the file.
+        const std::string& host = t.nodes[n].hostname;
         for (std::size_t i = 0; i < gpus.size(); ++i) {
             const Device& g = t.devices[gpus[i]];
-            std::string line = fmt::format("NodeName={} Name=gpu", host);
+            std::string line = host.empty() ? std::string("Name=gpu") : fmt::format("NodeName={} Name=gpu", host);
             if (const auto type = gres_type(g.model); !type.empty()) line += " Type=" + type;
             line += fmt::format(" File=/dev/nvidia{}", i);
             const DeviceId socket = router.socket_of(g.id);

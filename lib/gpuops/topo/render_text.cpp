@@ -11,6 +11,11 @@
 namespace gpuops::topo {
 namespace {
 
+std::string counted(std::size_t n, std::string_view noun) {
+    const bool sibilant = noun.ends_with("ch") || noun.ends_with("s");
+    return fmt::format("{} {}{}", n, noun, n == 1 ? "" : sibilant ? "es" : "s");
+}
+
 std::string describe(const Topology& t, const Device& d) {
     std::string line = d.name;
     std::vector<std::string> parts;
@@ -86,10 +91,11 @@ std::string render_text(const Topology& t) {
     const Router router(t);
     for (std::size_t n = 0; n < t.nodes.size(); ++n) {
         const int node = static_cast<int>(n);
-        const std::string host = t.nodes[n].hostname.empty() ? fmt::format("node {}", n) : t.nodes[n].hostname;
-        out << fmt::format("{}  ({} {}; {} GPUs, {} NICs, {} PCIe switches)\n", host, t.source.kind, t.source.name,
-                           t.devices_of(DeviceKind::gpu, node).size(), t.devices_of(DeviceKind::nic, node).size(),
-                           t.devices_of(DeviceKind::pcie_switch, node).size());
+        const std::string host = t.nodes[n].hostname.empty() ? "unnamed node" : t.nodes[n].hostname;
+        out << fmt::format("{}  ({} {}; {}, {}, {})\n", host, t.source.kind, t.source.name,
+                           counted(t.devices_of(DeviceKind::gpu, node).size(), "GPU"),
+                           counted(t.devices_of(DeviceKind::nic, node).size(), "NIC"),
+                           counted(t.devices_of(DeviceKind::pcie_switch, node).size(), "PCIe switch"));
         for (DeviceId s : t.devices_of(DeviceKind::socket, node)) tree(t, s, 0, out);
         for (const auto& l : t.links) {
             if (l.kind != LinkKind::socket_interconnect || t.devices[l.a].node != node) continue;
@@ -107,7 +113,7 @@ std::string render_text(const Topology& t) {
     if (t.fabric) {
         out << fmt::format("fabric: {}", t.fabric->kind);
         if (t.fabric->port_bandwidth > 0) out << fmt::format(", {} per port", units::format_bandwidth(t.fabric->port_bandwidth));
-        out << fmt::format(", {} switches\n\n", t.devices_of(DeviceKind::network_switch).size());
+        out << fmt::format(", {}\n\n", counted(t.devices_of(DeviceKind::network_switch).size(), "switch"));
     }
     out << "Legend:\n"
            "  X    = Self\n"

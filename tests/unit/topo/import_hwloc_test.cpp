@@ -1,23 +1,23 @@
 // Unit tests for the hwloc importer: hand-written XML fixtures in tests/fixtures/hwloc, and live discovery here.
-#include "gpuops/topo/import_hwloc.hpp"
-
-#include "gpuops/core/error.hpp"
-#include "gpuops/core/units.hpp"
-#include "gpuops/topo/builder.hpp"
-#include "gpuops/topo/hwloc_handle.hpp"
-#include "gpuops/topo/link_defaults.hpp"
-
 #include <catch2/catch.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <unistd.h>
+
+#include "gpuops/core/error.hpp"
+#include "gpuops/core/units.hpp"
+#include "gpuops/topo/builder.hpp"
+#include "gpuops/topo/hwloc_handle.hpp"
+#include "gpuops/topo/import_hwloc.hpp"
+#include "gpuops/topo/link_defaults.hpp"
 
 using gpuops::DataError;
 using gpuops::ExitCode;
@@ -62,16 +62,17 @@ const Device& socket_of(const Topology& topo, DeviceId id) {
 double effective_from_hwloc(double gbs) { return gbs * 1e9 * defaults::pcie_efficiency; }
 
 bool contains(const std::vector<std::string>& lines, const std::string& part) {
-    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
 }
 
 /// What `action` wrote to file descriptor 2 (hwloc and libxml2 print there, bypassing std::cerr).
 std::string stderr_of(const std::function<void()>& action) {
     std::fflush(stderr);
-    std::FILE* capture = std::tmpfile();
+    const std::unique_ptr<std::FILE, decltype(&std::fclose)> capture(std::tmpfile(), &std::fclose);
     REQUIRE(capture != nullptr);
     const int saved = dup(2);
-    dup2(fileno(capture), 2);
+    dup2(fileno(capture.get()), 2);
     try {
         action();
     } catch (...) {
@@ -80,10 +81,10 @@ std::string stderr_of(const std::function<void()>& action) {
     std::fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    std::rewind(capture);
+    std::rewind(capture.get());
     std::string text;
-    for (int c = std::fgetc(capture); c != EOF; c = std::fgetc(capture)) text += static_cast<char>(c);
-    std::fclose(capture);
+    for (int c = std::fgetc(capture.get()); c != EOF; c = std::fgetc(capture.get()))
+        text += static_cast<char>(c);
     return text;
 }
 
@@ -119,6 +120,18 @@ TEST_CASE("a PCIe switch tree collapses into one switch device", "[import_hwloc]
     CHECK(topo.children(sw.id).size() == 3);
 }
 
+TEST_CASE("a bridge fanning out to several bridges is a switch even right below the host bridge", "[import_hwloc]") {
+    std::vector<std::string> warnings;
+    const Topology topo = import_hwloc_xml(fixture("switch-without-root-port.xml"), warnings);
+
+    REQUIRE(count(topo, DeviceKind::pcie_switch) == 1);
+    const Device& sw = topo.device(topo.devices_of(DeviceKind::pcie_switch).at(0));
+    CHECK(sw.pci_bus_id == "0000:00:05.0");
+    CHECK(topo.device(sw.parent).kind == DeviceKind::root_complex);
+    CHECK(by_bus_id(topo, "0000:03:00.0").parent == sw.id);
+    CHECK(by_bus_id(topo, "0000:04:00.0").parent == sw.id);
+}
+
 TEST_CASE("GPUs, NICs and other PCI functions are told apart", "[import_hwloc]") {
     std::vector<std::string> warnings;
     const Topology topo = import_hwloc_xml(fixture("switch-2pkg.xml"), warnings);
@@ -144,7 +157,7 @@ TEST_CASE("GPUs, NICs and other PCI functions are told apart", "[import_hwloc]")
     CHECK_FALSE(no_osdev.uuid);
 
     const Device& a10 = by_bus_id(topo, "0000:98:00.0");
-    CHECK(a10.kind == DeviceKind::gpu);  // class 0300, but NVIDIA
+    CHECK(a10.kind == DeviceKind::gpu);                               // class 0300, but NVIDIA
     CHECK(topo.device(a10.parent).kind == DeviceKind::root_complex);  // the root port is transparent
     CHECK(socket_of(topo, a10.id).name == "socket1");
     CHECK(a10.numa_node == 1);
@@ -289,7 +302,8 @@ TEST_CASE("files hwloc would refuse get one-line errors with file and line", "[i
     const std::string other = fixture("not-topology.xml");
     CHECK_THROWS_AS(import_hwloc_xml(other, warnings), DataError);
     CHECK_THROWS_WITH(import_hwloc_xml(other, warnings),
-                      "'" + other + "' line 3: not an hwloc XML file: the root element is <inventory>, expected <topology>");
+                      "'" + other +
+                          "' line 3: not an hwloc XML file: the root element is <inventory>, expected <topology>");
 
     const std::string v3 = fixture("version3.xml");
     CHECK_THROWS_AS(import_hwloc_xml(v3, warnings), DataError);
@@ -386,12 +400,14 @@ TEST_CASE("live discovery of this machine", "[import_hwloc][live]") {
     CHECK_FALSE(topo.nodes[0].hostname.empty());
     CHECK(topo.source.name == topo.nodes[0].hostname);
     CHECK(count(topo, DeviceKind::socket) >= 1);
-    for (DeviceId socket : topo.devices_of(DeviceKind::socket)) CHECK(topo.device(socket).cpuset);
+    for (DeviceId socket : topo.devices_of(DeviceKind::socket))
+        CHECK(topo.device(socket).cpuset);
     for (const Device& d : topo.devices) {
         if (!d.pci_bus_id) continue;
         INFO(*d.pci_bus_id);
         CHECK(normalize_bus_id(*d.pci_bus_id) == d.pci_bus_id);  // canonical: 4-digit domain, lower case
     }
-    for (const Link& l : topo.links) CHECK(l.bandwidth > 0);
+    for (const Link& l : topo.links)
+        CHECK(l.bandwidth > 0);
     if (count(topo, DeviceKind::gpu) == 0) CHECK(contains(warnings, "no GPU found on this machine"));
 }

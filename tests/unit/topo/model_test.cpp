@@ -131,7 +131,7 @@ TEST_CASE("calibration rules: later rules win, unmatched rules warn", "[links]")
     REQUIRE(rules.size() == 3);
     const auto warnings = apply_link_rules(t, rules, "cal.json");
     REQUIRE(warnings.size() == 1);
-    CHECK(warnings[0] == "cal.json: the rule at /links/2 matches no link");
+    CHECK(warnings[0] == "'cal.json': (/links/2) the rule matches no link");
     const auto gpu0 = *t.find(0, "gpu0");
     const auto gpu1 = *t.find(0, "gpu1");
     CHECK(t.links[*t.uplink(gpu0)].bandwidth == Approx(20e9));
@@ -168,7 +168,7 @@ TEST_CASE("renderers: gres.conf types and lines, dot graph", "[render]") {
 
     const auto t = build_preset("pcie-8gpu-gen4");
     const std::string gres = render_gres_conf(t, "vp-probe test");
-    CHECK(gres.find("NodeName=node0 Name=gpu Type=l40s File=/dev/nvidia0 Cores=0-55") != std::string::npos);
+    CHECK(gres.find("\nName=gpu Type=l40s File=/dev/nvidia0 Cores=0-55") != std::string::npos);
     CHECK(gres.find("File=/dev/nvidia7 Cores=56-111") != std::string::npos);
     const std::string dot = render_dot(t);
     CHECK(dot.rfind("graph topology {", 0) == 0);
