@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 APT_PACKAGES = cmake g++ make pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libcli11-dev \
-               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libbenchmark-dev groff-base
+               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libbenchmark-dev groff-base clang-format git
 
 .PHONY: all deps configure build demo check bench clean format
 

@@ -6,17 +6,20 @@
 #include <functional>
 #include <set>
 
-#include "external/data_dir.hpp"
 #include "gpuops/topo/import_hwloc.hpp"
 #include "gpuops/topo/import_nccl.hpp"
 #include "gpuops/topo/routing.hpp"
 #include "gpuops/topo/topology_json.hpp"
 
+#include "external/data_dir.hpp"
+
 using namespace gpuops::topo;
 
 namespace {
 
-std::string path_of(const std::string& file) { return (gpuops::test::external_data_dir() / "topologies" / file).string(); }
+std::string path_of(const std::string& file) {
+    return (gpuops::test::external_data_dir() / "topologies" / file).string();
+}
 
 struct Imported {
     Topology topo;
@@ -37,13 +40,15 @@ std::size_t count(const Topology& t, DeviceKind kind) { return t.devices_of(kind
 
 std::size_t count_where(const Topology& t, DeviceKind kind, const std::function<bool(const Device&)>& pred) {
     std::size_t n = 0;
-    for (DeviceId id : t.devices_of(kind)) n += pred(t.device(id)) ? 1 : 0;
+    for (DeviceId id : t.devices_of(kind))
+        n += pred(t.device(id)) ? 1 : 0;
     return n;
 }
 
 std::set<DeviceId> parents_of(const Topology& t, DeviceKind kind) {
     std::set<DeviceId> out;
-    for (DeviceId id : t.devices_of(kind)) out.insert(t.device(id).parent);
+    for (DeviceId id : t.devices_of(kind))
+        out.insert(t.device(id).parent);
     return out;
 }
 
@@ -92,7 +97,7 @@ TEST_CASE("DGX-2: 16 V100 behind PLX switch trees, no NIC", "[external]") {
         CHECK(gpu.device_id == 0x1db8);
         const Device& sw = t.device(gpu.parent);
         CHECK(sw.kind == DeviceKind::pcie_switch);
-        CHECK(sw.vendor_id == 0x10b5);  // PLX
+        CHECK(sw.vendor_id == 0x10b5);                               // PLX
         CHECK(t.device(sw.parent).kind == DeviceKind::pcie_switch);  // leaf switch below a top switch
     }
     CHECK(parents_of(t, DeviceKind::gpu).size() == 8);  // two GPUs per leaf switch
@@ -129,7 +134,8 @@ TEST_CASE("AWS p4d, real hwloc export: 8 GPUs under 4 host bridges, 4 EFA", "[ex
     CHECK(count(t, DeviceKind::socket) == 2);
     const auto gpu_parents = parents_of(t, DeviceKind::gpu);
     CHECK(gpu_parents.size() == 4);
-    for (DeviceId p : gpu_parents) CHECK(t.device(p).kind == DeviceKind::root_complex);
+    for (DeviceId p : gpu_parents)
+        CHECK(t.device(p).kind == DeviceKind::root_complex);
     CHECK(count_where(t, DeviceKind::nic, [](const Device& d) { return d.rdma; }) == 4);
     CHECK(count_where(t, DeviceKind::gpu, [](const Device& d) { return d.device_id == 0x20b0; }) == 8);
 }
@@ -164,7 +170,8 @@ TEST_CASE("Azure NDv2: 8 GPUs directly under the CPUs, 1 NIC", "[external]") {
     CHECK(count(t, DeviceKind::gpu) == 8);
     CHECK(count(t, DeviceKind::nic) == 1);
     CHECK(count(t, DeviceKind::pcie_switch) == 0);
-    for (DeviceId p : parents_of(t, DeviceKind::gpu)) CHECK(t.device(p).kind == DeviceKind::root_complex);
+    for (DeviceId p : parents_of(t, DeviceKind::gpu))
+        CHECK(t.device(p).kind == DeviceKind::root_complex);
 }
 
 TEST_CASE("Azure NC A100 v4: 4 GPUs on 4 NUMA nodes, eth0", "[external]") {
@@ -198,7 +205,8 @@ TEST_CASE("hwloc test machines: GPUs, display controllers and InfiniBand NICs ar
     const auto whole = load("hwloc-32em64t-2n8c2t-pci-wholeio.xml");
     CHECK(count_where(whole.topo, DeviceKind::gpu, [](const Device& d) { return d.vendor_id == 0x10de; }) == 3);
     CHECK(count_where(whole.topo, DeviceKind::gpu, [](const Device& d) { return d.vendor_id == 0x1002; }) == 1);
-    CHECK(count_where(whole.topo, DeviceKind::gpu, [](const Device& d) { return d.vendor_id == 0x102b; }) == 0);  // Matrox
+    CHECK(count_where(whole.topo, DeviceKind::gpu, [](const Device& d) { return d.vendor_id == 0x102b; }) ==
+          0);  // Matrox
     CHECK(count_where(whole.topo, DeviceKind::nic, [](const Device& d) {
               return d.rdma && std::find(d.interfaces.begin(), d.interfaces.end(), "mlx5_0") != d.interfaces.end();
           }) == 1);

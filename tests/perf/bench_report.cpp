@@ -1,4 +1,5 @@
-// make bench: turns bench_topo's Google Benchmark JSON into per-item medians and ours/baseline ratios (markdown + JSON).
+// make bench: turns bench_topo's Google Benchmark JSON into per-item medians and ours/baseline ratios (markdown +
+// JSON).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -53,10 +54,12 @@ Stats stats_of(std::vector<double> samples) {
     s.median = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
     if (n < 2) return s;
     double mean = 0;
-    for (const double x : samples) mean += x;
+    for (const double x : samples)
+        mean += x;
     mean /= static_cast<double>(n);
     double sum_sq = 0;
-    for (const double x : samples) sum_sq += (x - mean) * (x - mean);
+    for (const double x : samples)
+        sum_sq += (x - mean) * (x - mean);
     s.cv = mean > 0 ? std::sqrt(sum_sq / static_cast<double>(n - 1)) / mean : 0;
     return s;
 }
@@ -90,8 +93,10 @@ bool natural_less(std::string_view a, std::string_view b) {
         if (is_digit(a[i]) && is_digit(b[j])) {
             const std::size_t i0 = i;
             const std::size_t j0 = j;
-            while (i < a.size() && is_digit(a[i])) ++i;
-            while (j < b.size() && is_digit(b[j])) ++j;
+            while (i < a.size() && is_digit(a[i]))
+                ++i;
+            while (j < b.size() && is_digit(b[j]))
+                ++j;
             const auto x = a.substr(i0, i - i0);
             const auto y = b.substr(j0, j - j0);
             if (x.size() != y.size()) return x.size() < y.size();
@@ -118,7 +123,8 @@ public:
         baselines_ = context_document(context, "gpuops_baselines", Json::object());
         for (const auto& note : context_document(context, "gpuops_notes", Json::array()))
             notes_.push_back(note.get<std::string>());
-        for (const auto& run : root.at("benchmarks").items()) add_run(run);
+        for (const auto& run : root.at("benchmarks").items())
+            add_run(run);
         drop_unmeasured();
         if (items_.empty()) throw root.at("benchmarks").error("no benchmark pairs with both ours and baseline runs");
     }
@@ -137,18 +143,26 @@ public:
             const Stats o = stats_of(it.ours.samples_ns);
             const Stats b = stats_of(it.baseline.samples_ns);
             const auto side = [](const Side& s, const Stats& st) {
-                return Json{{"units", s.units}, {"median_ns_per_unit", st.median}, {"cv", st.cv},
+                return Json{{"units", s.units},
+                            {"median_ns_per_unit", st.median},
+                            {"cv", st.cv},
                             {"samples_ns_per_unit", s.samples_ns}};
             };
-            items.push_back({{"item", it.name}, {"group", group_of(it.name)}, {"unit", it.unit},
-                             {"ours", side(it.ours, o)}, {"baseline", side(it.baseline, b)},
-                             {"ratio", o.median / b.median}, {"noise", std::max(o.cv, b.cv)}});
+            items.push_back({{"item", it.name},
+                             {"group", group_of(it.name)},
+                             {"unit", it.unit},
+                             {"ours", side(it.ours, o)},
+                             {"baseline", side(it.baseline, b)},
+                             {"ratio", o.median / b.median},
+                             {"noise", std::max(o.cv, b.cv)}});
         }
         doc["items"] = std::move(items);
         Json groups = Json::array();
         for (const auto& [group, ratios] : group_ratios()) {
             const Stats s = stats_of(ratios);
-            groups.push_back({{"group", group}, {"items", ratios.size()}, {"median_ratio", s.median},
+            groups.push_back({{"group", group},
+                              {"items", ratios.size()},
+                              {"median_ratio", s.median},
                               {"min_ratio", *std::min_element(ratios.begin(), ratios.end())},
                               {"max_ratio", *std::max_element(ratios.begin(), ratios.end())}});
         }
@@ -166,12 +180,14 @@ public:
         if (m.contains("host_name")) where.push_back(fmt::format("host {}", m["host_name"].get<std::string>()));
         if (m.contains("load_avg") && m["load_avg"].is_array()) {
             std::vector<std::string> loads;
-            for (const auto& l : m["load_avg"]) loads.push_back(l.is_number() ? fmt::format("{:.2f}", l.get<double>()) : l.dump());
+            for (const auto& l : m["load_avg"])
+                loads.push_back(l.is_number() ? fmt::format("{:.2f}", l.get<double>()) : l.dump());
             where.push_back(fmt::format("load average {}", fmt::join(loads, " ")));
         }
         if (m.contains("cpu_scaling_enabled") && m["cpu_scaling_enabled"] == true)
             where.emplace_back("CPU frequency scaling on (expect noise)");
-        out += fmt::format("- machine: {}\n", where.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(where, ", ")));
+        out += fmt::format("- machine: {}\n",
+                           where.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(where, ", ")));
         out += fmt::format("- run: {}; gpuops build {}; Google Benchmark library build {}\n",
                            m.value("date", std::string("date unknown")), m.value("build_type", std::string("unknown")),
                            m.value("library_build_type", std::string("unknown")));
@@ -180,7 +196,8 @@ public:
                            "stddev/mean of the two sides\n",
                            min_repetitions());
         for (const auto& [prefix, what] : baselines_.items())
-            out += fmt::format("- baseline for {}: {}\n", prefix, what.is_string() ? what.get<std::string>() : what.dump());
+            out += fmt::format("- baseline for {}: {}\n", prefix,
+                               what.is_string() ? what.get<std::string>() : what.dump());
         out += "\n| item | ours median | baseline median | ratio | noise |\n|---|---:|---:|---:|---:|\n";
         for (const auto& it : items_) {
             const Stats o = stats_of(it.ours.samples_ns);
@@ -198,7 +215,8 @@ public:
         }
         if (!notes_.empty()) {
             out += "\nNotes:\n";
-            for (const auto& note : notes_) out += fmt::format("- {}\n", note);
+            for (const auto& note : notes_)
+                out += fmt::format("- {}\n", note);
         }
         if (!json_path.empty()) out += fmt::format("\nJSON report: {}\n", json_path);
         return out;
@@ -254,8 +272,8 @@ private:
 
     [[nodiscard]] Json machine() const {
         Json m = Json::object();
-        for (const char* key : {"date", "host_name", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "load_avg",
-                                "library_build_type"})
+        for (const char* key :
+             {"date", "host_name", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "load_avg", "library_build_type"})
             if (context_.contains(key)) m[key] = context_[key];
         if (context_.contains("gpuops_build_type")) m["build_type"] = context_["gpuops_build_type"];
         return m;
@@ -263,7 +281,8 @@ private:
 
     [[nodiscard]] std::size_t min_repetitions() const {
         std::size_t n = SIZE_MAX;
-        for (const auto& it : items_) n = std::min({n, it.ours.samples_ns.size(), it.baseline.samples_ns.size()});
+        for (const auto& it : items_)
+            n = std::min({n, it.ours.samples_ns.size(), it.baseline.samples_ns.size()});
         return items_.empty() ? 0 : n;
     }
 
@@ -306,10 +325,11 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    gpuops::cli::Tool tool("bench_report",
-                           "Summarise bench_topo's Google Benchmark JSON: the median time of ours and of the baseline\n"
-                           "per item, and their ratio. Prints a markdown table and writes a gpuops.bench_report document.",
-                           {"markdown"});
+    gpuops::cli::Tool tool(
+        "bench_report",
+        "Summarise bench_topo's Google Benchmark JSON: the median time of ours and of the baseline\n"
+        "per item, and their ratio. Prints a markdown table and writes a gpuops.bench_report document.",
+        {"markdown"});
     std::string input = "-";
     std::string json_path = "bench-report.json";
     auto& app = tool.app();

@@ -1,4 +1,5 @@
-// make bench: times vp-probe's importers, presets, cluster composition and routing, each beside a baseline in the same run.
+// make bench: times vp-probe's importers, presets, cluster composition and routing, each beside a baseline in the same
+// run.
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
@@ -62,7 +63,8 @@ public:
     [[nodiscard]] std::string unique_item(const std::string& name, std::string_view suffix) const {
         if (!taken_.contains(name)) return name;
         std::string candidate = fmt::format("{}@{}", name, suffix);
-        for (int n = 2; taken_.contains(candidate); ++n) candidate = fmt::format("{}@{}{}", name, suffix, n);
+        for (int n = 2; taken_.contains(candidate); ++n)
+            candidate = fmt::format("{}@{}{}", name, suffix, n);
         return candidate;
     }
 
@@ -84,18 +86,16 @@ public:
 private:
     void add(const std::string& name, double units, Body body) {
         taken_.insert(name.substr(0, name.rfind('/')));
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [units, body = std::move(body)](benchmark::State& state) {
-                                         // Fixtures can change under a running benchmark; report it, do not abort.
-                                         try {
-                                             body(state);
-                                         } catch (const std::exception& e) {
-                                             state.SkipWithError(e.what());
-                                             return;
-                                         }
-                                         state.counters["units"] = units;
-                                     })
-            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(name.c_str(), [units, body = std::move(body)](benchmark::State& state) {
+            // Fixtures can change under a running benchmark; report it, do not abort.
+            try {
+                body(state);
+            } catch (const std::exception& e) {
+                state.SkipWithError(e.what());
+                return;
+            }
+            state.counters["units"] = units;
+        })->Unit(benchmark::kMicrosecond);
     }
 
     std::set<std::string> taken_;
@@ -178,7 +178,8 @@ void register_file_set(Registry& registry, const FileSet& set) {
         registry.note(fmt::format("{} {} XML: skipped, no folder {}", set.origin, set.format, set.dir.string()));
         return;
     }
-    if (files->empty()) registry.note(fmt::format("{} {} XML: no files in {}", set.origin, set.format, set.dir.string()));
+    if (files->empty())
+        registry.note(fmt::format("{} {} XML: no files in {}", set.origin, set.format, set.dir.string()));
     for (const auto& file : *files) {
         const std::string path = file.string();
         const std::string item =
@@ -193,11 +194,14 @@ void register_file_set(Registry& registry, const FileSet& set) {
             continue;
         }
         registry.add_pair(
-            item, [ours = set.ours, path](benchmark::State& state) {
-                for (auto _ : state) ours(path);
+            item,
+            [ours = set.ours, path](benchmark::State& state) {
+                for (auto _ : state)
+                    ours(path);
             },
             [baseline = set.baseline, path](benchmark::State& state) {
-                for (auto _ : state) baseline(path);
+                for (auto _ : state)
+                    baseline(path);
             });
     }
 }
@@ -205,17 +209,21 @@ void register_file_set(Registry& registry, const FileSet& set) {
 void register_imports(Registry& registry) {
     const fs::path fixtures = GPUOPS_FIXTURES_DIR;
     const char* env = std::getenv("GPUOPS_EXTERNAL_DATA");
-    const fs::path external = fs::path(env != nullptr && *env != '\0' ? env : GPUOPS_DEFAULT_EXTERNAL_DATA) / "topologies";
+    const fs::path external =
+        fs::path(env != nullptr && *env != '\0' ? env : GPUOPS_DEFAULT_EXTERNAL_DATA) / "topologies";
     const std::vector<FileSet> sets = {
         {"hwloc", "fixtures", fixtures / "hwloc", {""}, import_hwloc, hwloc_load},
         {"hwloc", "external", external, {"hwloc-", "local-"}, import_hwloc, hwloc_load},
         {"nccl", "fixtures", fixtures / "nccl", {""}, import_nccl, tinyxml_load},
         {"nccl", "external", external, {"nccl-"}, import_nccl, tinyxml_load},
     };
-    registry.baseline("import/hwloc", "a bare hwloc load of the same file (init, keep all I/O objects, set_xml, "
-                                      "load, destroy), what lstopo does before drawing; ours also builds the gpuops model");
-    registry.baseline("import/nccl", "tinyxml2 XMLDocument::LoadFile of the same file; ours also builds the gpuops model");
-    for (const auto& set : sets) register_file_set(registry, set);
+    registry.baseline("import/hwloc",
+                      "a bare hwloc load of the same file (init, keep all I/O objects, set_xml, "
+                      "load, destroy), what lstopo does before drawing; ours also builds the gpuops model");
+    registry.baseline("import/nccl",
+                      "tinyxml2 XMLDocument::LoadFile of the same file; ours also builds the gpuops model");
+    for (const auto& set : sets)
+        register_file_set(registry, set);
 }
 
 // ---- Presets: build + serialise against merely parsing the spec text the preset is built from.
@@ -236,7 +244,8 @@ void register_presets(Registry& registry) {
             continue;
         }
         registry.add_pair(
-            item, [name = info.name](benchmark::State& state) {
+            item,
+            [name = info.name](benchmark::State& state) {
                 for (auto _ : state) {
                     const std::string doc = topo::to_json(topo::build_preset(name), "bench").dump();
                     benchmark::DoNotOptimize(doc.data());
@@ -342,7 +351,8 @@ void route_all_pairs(const topo::Topology& topology, const std::vector<topo::Dev
 template <class AnyRouter>
 Body route_all_pairs_body(const SharedTopology& node, const std::vector<topo::DeviceId>& gpus) {
     return [node, gpus](benchmark::State& state) {
-        for (auto _ : state) route_all_pairs<AnyRouter>(*node, gpus);
+        for (auto _ : state)
+            route_all_pairs<AnyRouter>(*node, gpus);
     };
 }
 
@@ -368,7 +378,8 @@ void register_all(Registry& registry) {
     register_imports(registry);
     register_presets(registry);
     std::shared_ptr<const topo::Topology> node;
-    if (auto why = failure_of([&] { node = std::make_shared<const topo::Topology>(topo::build_preset(cluster_preset)); })) {
+    if (auto why =
+            failure_of([&] { node = std::make_shared<const topo::Topology>(topo::build_preset(cluster_preset)); })) {
         registry.note(fmt::format("cluster and routing: skipped, preset {} does not build: {}", cluster_preset, *why));
         return;
     }

@@ -25,7 +25,8 @@ public:
         : thread_([this, tool = std::move(tool), limit, text = std::move(limit_text)] {
               std::unique_lock lock(mutex_);
               if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
-              for (const auto& path : pending_temp_files()) ::unlink(path.c_str());
+              for (const auto& path : pending_temp_files())
+                  ::unlink(path.c_str());
               const std::string line = fmt::format("{}: error: timed out after {}\n", tool, text);
               (void)!::write(STDERR_FILENO, line.data(), line.size());
               std::_Exit(to_int(ExitCode::temporary));
@@ -60,15 +61,17 @@ Tool::Tool(std::string name, std::string summary, std::vector<std::string> forma
         common_.format = formats.front();
         std::vector<std::string> allowed = formats;
         if (std::find(allowed.begin(), allowed.end(), "json") == allowed.end()) allowed.emplace_back("json");
-        format_option_ = app_.add_option("--format", common_.format, "Output format: " + fmt::format("{}", fmt::join(formats, ", ")))
-            ->check(CLI::IsMember(allowed))
-            ->type_name("FORMAT");
+        format_option_ =
+            app_.add_option("--format", common_.format, "Output format: " + fmt::format("{}", fmt::join(formats, ", ")))
+                ->check(CLI::IsMember(allowed))
+                ->type_name("FORMAT");
     }
     app_.add_flag("--compact", common_.compact, "Write JSON on one line");
     app_.add_option("--timeout", common_.timeout, "Give up after DURATION (e.g. 30s, 250ms) with exit 75")
         ->type_name("DURATION");
     app_.add_flag("-q,--quiet", common_.quiet, "Do not print warnings");
-    app_.add_flag("-v,--verbose", common_.verbose, "Print notes on stderr: what was found and where its numbers come from");
+    app_.add_flag("-v,--verbose", common_.verbose,
+                  "Print notes on stderr: what was found and where its numbers come from");
     app_.footer(fmt::format("See {}(1) and gpuops(7) for the exit codes and formats.", name_));
 }
 

@@ -17,7 +17,8 @@ std::string format(std::span<const int> indexes) {
     std::string out;
     for (std::size_t i = 0; i < sorted.size();) {
         std::size_t j = i;
-        while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+        while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1)
+            ++j;
         if (!out.empty()) out += ',';
         out += i == j ? fmt::format("{}", sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
         i = j + 1;
@@ -47,7 +48,8 @@ std::vector<int> parse(std::string_view text) {
         const int last = dash == std::string_view::npos ? first : number(item.substr(dash + 1));
         if (last < first) throw fail("descending range");
         if (out.size() + static_cast<std::size_t>(last - first) + 1 > max_entries) throw fail("too many CPUs");
-        for (int v = first; v <= last; ++v) out.push_back(v);
+        for (int v = first; v <= last; ++v)
+            out.push_back(v);
         if (comma == std::string_view::npos) break;
         start = comma + 1;
     }

@@ -1,10 +1,6 @@
 // Slurm hostlist expansion and compression, bounded so that no expression can exhaust memory or time.
 #include "gpuops/core/hostlist.hpp"
 
-#include "gpuops/core/error.hpp"
-
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -14,6 +10,10 @@
 #include <system_error>
 #include <tuple>
 
+#include <fmt/format.h>
+
+#include "gpuops/core/error.hpp"
+
 namespace gpuops::hostlist {
 namespace {
 
@@ -21,8 +21,10 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+    while (!s.empty() && is_space(s.front()))
+        s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back()))
+        s.remove_suffix(1);
     return s;
 }
 
@@ -84,7 +86,8 @@ std::vector<Range> parse_group(std::string_view content, std::string_view expr) 
         const std::size_t comma = rest.find(',');
         const std::string_view item = trim(rest.substr(0, comma));
         std::size_t n = 0;
-        while (n < item.size() && is_digit(item[n])) ++n;
+        while (n < item.size() && is_digit(item[n]))
+            ++n;
         if (n == 0) fail(expr, hint);
         Range range;
         range.width = n;
@@ -181,10 +184,12 @@ std::uint64_t count_names(const Pattern& pattern, std::uint64_t cap) {
 
 std::size_t longest_name(const Pattern& pattern) {
     std::size_t length = 0;
-    for (const auto& literal : pattern.literals) length += literal.size();
+    for (const auto& literal : pattern.literals)
+        length += literal.size();
     for (const auto& group : pattern.groups) {
         std::size_t widest = 0;
-        for (const auto& r : group) widest = std::max({widest, r.width, digit_count(r.hi)});
+        for (const auto& r : group)
+            widest = std::max({widest, r.width, digit_count(r.hi)});
         length += widest;
     }
     return length;
@@ -196,7 +201,8 @@ void expand_pattern(const Pattern& pattern, std::vector<std::string>& out) {
     const std::size_t groups = pattern.groups.size();
     std::vector<std::size_t> range_index(groups, 0);
     std::vector<std::uint64_t> value(groups);
-    for (std::size_t g = 0; g < groups; ++g) value[g] = pattern.groups[g][0].lo;
+    for (std::size_t g = 0; g < groups; ++g)
+        value[g] = pattern.groups[g][0].lo;
     while (true) {
         std::string name(pattern.literals[0]);
         for (std::size_t g = 0; g < groups; ++g) {
@@ -297,15 +303,15 @@ std::vector<std::string> expand(std::string_view expr) {
     for (std::string_view host : split_hosts(expr)) {
         Pattern pattern = parse_host(host, expr);
         total += count_names(pattern, max_expanded_hosts);
-        if (total > max_expanded_hosts)
-            fail(expr, fmt::format("expands to more than {} names", max_expanded_hosts));
+        if (total > max_expanded_hosts) fail(expr, fmt::format("expands to more than {} names", max_expanded_hosts));
         if (longest_name(pattern) > max_host_name_length)
             fail(expr, fmt::format("a host name would be longer than {} characters", max_host_name_length));
         patterns.push_back(std::move(pattern));
     }
     std::vector<std::string> out;
     out.reserve(static_cast<std::size_t>(total));
-    for (const auto& pattern : patterns) expand_pattern(pattern, out);
+    for (const auto& pattern : patterns)
+        expand_pattern(pattern, out);
     return out;
 }
 
@@ -318,7 +324,8 @@ std::string compress(std::span<const std::string> hosts) {
                                         "brackets, commas and whitespace)",
                                         quoted(shown(host))));
         std::size_t split = host.size();
-        while (split > 0 && is_digit(host[split - 1])) --split;
+        while (split > 0 && is_digit(host[split - 1]))
+            --split;
         const std::string_view digits = std::string_view(host).substr(split);
         std::uint64_t value = 0;
         auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
@@ -333,8 +340,10 @@ std::string compress(std::span<const std::string> hosts) {
     // (sort key, text): a plain name sorts before a group with the same prefix.
     std::vector<std::tuple<std::string_view, int, std::string>> parts;
     parts.reserve(plain.size() + numbered.size());
-    for (const auto& name : plain) parts.emplace_back(name, 0, name);
-    for (const auto& [prefix, items] : numbered) parts.emplace_back(prefix, 1, compress_group(prefix, items));
+    for (const auto& name : plain)
+        parts.emplace_back(name, 0, name);
+    for (const auto& [prefix, items] : numbered)
+        parts.emplace_back(prefix, 1, compress_group(prefix, items));
     std::sort(parts.begin(), parts.end());
 
     std::string out;

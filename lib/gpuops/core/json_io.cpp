@@ -37,9 +37,12 @@ std::string parse_reason(const nlohmann::json::parse_error& e) {
 std::string escape_token(std::string_view key) {
     std::string out;
     for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
     }
     return out;
 }
@@ -111,7 +114,8 @@ Json make_header(std::string_view schema, int schema_version, std::string_view t
 
 int check_header(const Json& doc, std::string_view schema, int max_version) {
     const View root(doc);
-    if (!doc.is_object()) throw root.error(fmt::format("expected a {} document (a JSON object), got {}", schema, type_name(doc)));
+    if (!doc.is_object())
+        throw root.error(fmt::format("expected a {} document (a JSON object), got {}", schema, type_name(doc)));
     const auto found = root.find("schema");
     if (!found) throw root.error(fmt::format("missing 'schema' field; expected a {} document", quoted(schema)));
     const std::string actual = found->as_string();
@@ -127,9 +131,7 @@ int check_header(const Json& doc, std::string_view schema, int max_version) {
     return major;
 }
 
-void write(std::ostream& out, const Json& doc, bool pretty) {
-    out << (pretty ? doc.dump(2) : doc.dump()) << '\n';
-}
+void write(std::ostream& out, const Json& doc, bool pretty) { out << (pretty ? doc.dump(2) : doc.dump()) << '\n'; }
 
 std::string type_name(const Json& value) {
     switch (value.type()) {
@@ -145,7 +147,9 @@ std::string type_name(const Json& value) {
     }
 }
 
-DataError View::error(std::string reason) const { return DataError(std::move(reason), {{}, pointer_.empty() ? "/" : pointer_, 0}); }
+DataError View::error(std::string reason) const {
+    return DataError(std::move(reason), {{}, pointer_.empty() ? "/" : pointer_, 0});
+}
 
 View View::at(std::string_view key) const {
     if (!value_->is_object()) throw error(fmt::format("expected an object, got {}", type_name(*value_)));
@@ -165,7 +169,8 @@ std::optional<View> View::find(std::string_view key) const {
 
 View View::at(std::size_t index) const {
     if (!value_->is_array()) throw error(fmt::format("expected an array, got {}", type_name(*value_)));
-    if (index >= value_->size()) throw error(fmt::format("index {} out of range (array has {})", index, value_->size()));
+    if (index >= value_->size())
+        throw error(fmt::format("index {} out of range (array has {})", index, value_->size()));
     return View((*value_)[index], pointer_ + "/" + std::to_string(index));
 }
 
@@ -173,7 +178,8 @@ std::vector<View> View::items() const {
     if (!value_->is_array()) throw error(fmt::format("expected an array, got {}", type_name(*value_)));
     std::vector<View> out;
     out.reserve(value_->size());
-    for (std::size_t i = 0; i < value_->size(); ++i) out.emplace_back((*value_)[i], pointer_ + "/" + std::to_string(i));
+    for (std::size_t i = 0; i < value_->size(); ++i)
+        out.emplace_back((*value_)[i], pointer_ + "/" + std::to_string(i));
     return out;
 }
 

@@ -56,7 +56,7 @@ public:
     [[nodiscard]] std::optional<View> find(std::string_view key) const;
     [[nodiscard]] View at(std::size_t index) const;
     [[nodiscard]] std::vector<View> items() const;  ///< the elements of an array
-    [[nodiscard]] std::size_t size() const;          ///< array length
+    [[nodiscard]] std::size_t size() const;         ///< array length
 
     [[nodiscard]] bool is_null() const noexcept { return value_->is_null(); }
     [[nodiscard]] std::string as_string() const;

@@ -44,7 +44,23 @@ std::vector<std::string> pending_temp_files() {
 
 Output::Output(std::string path) : path_(std::move(path)) {
     if (is_stdout()) return;
-    std::string pattern = path_ + ".tmp.XXXXXX";
+    // A device or FIFO (-o /dev/null, -o /dev/stderr) is written in place: renaming over it would replace
+    // the device node with a regular file. A symlink is followed, so the link survives the rename.
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) throw IoError(fmt::format("cannot write {}: Is a directory", quoted(path_)));
+        file_.open(path_, std::ios::binary);
+        if (!file_) throw IoError(fmt::format("cannot write {}: {}", quoted(path_), std::strerror(errno)));
+        direct_ = true;
+        return;
+    }
+    if (char* real = ::realpath(path_.c_str(), nullptr); real != nullptr) {
+        target_ = real;
+        std::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
+    } else {
+        target_ = path_;
+    }
+    std::string pattern = target_ + ".tmp.XXXXXX";
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) {
         throw IoError(fmt::format("cannot create {}: {}", quoted(path_), std::strerror(errno)));
@@ -66,9 +82,11 @@ Output::Output(std::string path) : path_(std::move(path)) {
 
 Output::Output(Output&& other) noexcept
     : path_(std::move(other.path_)),
+      target_(std::move(other.target_)),
       temp_path_(std::move(other.temp_path_)),
       file_(std::move(other.file_)),
-      committed_(other.committed_) {
+      committed_(other.committed_),
+      direct_(other.direct_) {
     other.temp_path_.clear();
     other.committed_ = true;
 }
@@ -95,7 +113,11 @@ void Output::commit() {
     const bool ok = static_cast<bool>(file_);
     file_.close();
     if (!ok || file_.fail()) throw IoError(fmt::format("cannot write {}", quoted(path_)));
-    if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    if (direct_) {
+        committed_ = true;
+        return;
+    }
+    if (std::rename(temp_path_.c_str(), target_.c_str()) != 0) {
         throw IoError(fmt::format("cannot write {}: {}", quoted(path_), std::strerror(errno)));
     }
     unregister_temp(temp_path_);

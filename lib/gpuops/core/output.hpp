@@ -10,7 +10,8 @@ namespace gpuops {
 
 class Output {
 public:
-    /// `path` "-" (or empty) is stdout; anything else is created atomically on commit().
+    /// `path` "-" (or empty) is stdout; a regular file is created atomically on commit(); an existing
+    /// device or FIFO (e.g. /dev/null) is written in place.
     explicit Output(std::string path);
     Output(const Output&) = delete;
     Output& operator=(const Output&) = delete;
@@ -25,9 +26,11 @@ public:
 
 private:
     std::string path_;
+    std::string target_;  ///< path_ with symlinks resolved: what the temp file is renamed onto
     std::string temp_path_;
     std::ofstream file_;
     bool committed_ = false;
+    bool direct_ = false;  ///< writing a device or FIFO in place (no temp file)
 };
 
 /// Temp files currently being written; a timeout removes them before the process exits.

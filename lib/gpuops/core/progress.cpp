@@ -1,12 +1,11 @@
 // The stderr progress counter: rate-limited redraws, a final line on finish, an erased line when abandoned.
 #include "gpuops/core/progress.hpp"
 
-#include <fmt/format.h>
-
 #include <iostream>
 #include <limits>
 #include <utility>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 namespace gpuops::progress {

@@ -1,10 +1,6 @@
 // Parsing and printing of bandwidths, PCIe links, sizes and durations, exactly where exactness is possible.
 #include "gpuops/core/units.hpp"
 
-#include "gpuops/core/error.hpp"
-
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -14,6 +10,10 @@
 #include <optional>
 #include <span>
 #include <system_error>
+
+#include <fmt/format.h>
+
+#include "gpuops/core/error.hpp"
 
 namespace gpuops::units {
 namespace {
@@ -27,13 +27,16 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+    while (!s.empty() && is_space(s.front()))
+        s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back()))
+        s.remove_suffix(1);
     return s;
 }
 
 void skip_spaces(std::string_view& rest) {
-    while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+    while (!rest.empty() && is_space(rest.front()))
+        rest.remove_prefix(1);
 }
 
 bool take_prefix(std::string_view& rest, std::string_view prefix) {
@@ -56,13 +59,15 @@ struct Decimal {
 /// Takes a decimal from the front of `rest`; absent (and `rest` untouched) when `rest` does not start with one.
 std::optional<Decimal> take_decimal(std::string_view& rest) {
     std::size_t n = 0;
-    while (n < rest.size() && is_digit(rest[n])) ++n;
+    while (n < rest.size() && is_digit(rest[n]))
+        ++n;
     if (n == 0) return std::nullopt;
     Decimal d;
     d.whole = rest.substr(0, n);
     if (n + 1 < rest.size() && rest[n] == '.' && is_digit(rest[n + 1])) {
         std::size_t end = n + 1;
-        while (end < rest.size() && is_digit(rest[end])) ++end;
+        while (end < rest.size() && is_digit(rest[end]))
+            ++end;
         d.fraction = rest.substr(n + 1, end - n - 1);
         n = end;
     }
@@ -101,7 +106,8 @@ bool checked_add(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
 
 std::uint64_t pow_u64(std::uint64_t base, int exponent) {
     std::uint64_t out = 1;
-    for (int i = 0; i < exponent; ++i) out *= base;
+    for (int i = 0; i < exponent; ++i)
+        out *= base;
     return out;
 }
 
@@ -182,11 +188,11 @@ const PcieGeneration* find_generation(int gen) {
     return nullptr;
 }
 
-
 bool is_pcie_separator(char c) { return is_space(c) || c == ','; }
 
 void skip_pcie_separators(std::string_view& rest) {
-    while (!rest.empty() && is_pcie_separator(rest.front())) rest.remove_prefix(1);
+    while (!rest.empty() && is_pcie_separator(rest.front()))
+        rest.remove_prefix(1);
 }
 
 // ---- durations ----
@@ -290,7 +296,8 @@ double pcie_raw_bandwidth(int gen, int width) noexcept {
 
 PcieLink parse_pcie_link(std::string_view text) {
     std::string lower(trim(text));
-    for (char& c : lower) c = ascii_lower(c);
+    for (char& c : lower)
+        c = ascii_lower(c);
     std::string_view rest = lower;
 
     PcieLink link;
@@ -323,7 +330,8 @@ PcieLink parse_pcie_link(std::string_view text) {
         if (!number || !number->fraction.empty()) fail("PCIe link", text, pcie_hint);
         const auto width = digits_value(number->whole);
         bool known = false;
-        for (int w : pcie_widths) known = known || (width && *width == static_cast<std::uint64_t>(w));
+        for (int w : pcie_widths)
+            known = known || (width && *width == static_cast<std::uint64_t>(w));
         if (!known)
             fail("PCIe link", text,
                  fmt::format("unsupported link width x{}; expected x1, x2, x4, x8, x12, x16 or x32", number->whole));
@@ -360,7 +368,8 @@ std::uint64_t parse_size(std::string_view text) {
     if (!whole || !checked_mul(*whole, multiplier, bytes)) fail("size", text, "too large; the maximum is 2^64-1 bytes");
 
     std::string_view fraction = number->fraction;
-    while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+    while (!fraction.empty() && fraction.back() == '0')
+        fraction.remove_suffix(1);
     if (!fraction.empty()) {
         // bytes += fraction / 10^n * multiplier, exactly: reduce by the common factor, then require divisibility.
         if (fraction.size() > 19) fail("size", text, "too many decimal places");

@@ -26,9 +26,10 @@ std::string hwloc_version_string(unsigned v) {
     return fmt::format("{}.{}.{}", (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
 }
 
+/// Same keys whether or not MPI was found, so scripts can rely on them; null means "not built with".
 json_io::Json mpi_info() {
-#if defined(GPUOPS_HAVE_MPI_HEADER)
     json_io::Json mpi;
+#if defined(GPUOPS_HAVE_MPI_HEADER)
     mpi["standard"] = fmt::format("{}.{}", MPI_VERSION, MPI_SUBVERSION);
 #if defined(OMPI_MAJOR_VERSION)
     mpi["library"] = fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
@@ -37,10 +38,11 @@ json_io::Json mpi_info() {
 #else
     mpi["library"] = nullptr;
 #endif
-    return mpi;
 #else
-    return nullptr;
+    mpi["standard"] = nullptr;
+    mpi["library"] = nullptr;
 #endif
+    return mpi;
 }
 
 }  // namespace
@@ -59,13 +61,10 @@ json_io::Json build_info(std::string_view tool) {
                      {"api_runtime", hwloc_version_string(hwloc_get_api_version())}};
     info["mpi"] = mpi_info();
     const std::string_view cuda = GPUOPS_CUDA_TOOLKIT_VERSION;
-    if (cuda.empty()) {
-        info["cuda"] = nullptr;
-    } else {
-        info["cuda"] = {{"toolkit", cuda}};
-    }
+    info["cuda"] = {{"toolkit", cuda.empty() ? json_io::Json(nullptr) : json_io::Json(cuda)}};
     json_io::Json list = json_io::Json::object();
-    for (const auto& s : schemas) list[std::string(s.schema)] = s.major;
+    for (const auto& s : schemas)
+        list[std::string(s.schema)] = s.major;
     info["schemas"] = list;
     return info;
 }

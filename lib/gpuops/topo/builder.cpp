@@ -26,7 +26,8 @@ std::string_view name_prefix(DeviceKind kind) {
 }
 
 bool all_hex(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 }  // namespace
@@ -34,7 +35,8 @@ bool all_hex(std::string_view s) {
 std::optional<std::string> normalize_bus_id(std::string_view text) {
     // dddd:bb:dd.f or bb:dd.f; NCCL also writes 8-digit domains (fffffff:ff:ff.0) for virtual devices.
     std::string s(text);
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (auto& c : s)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const auto dot = s.rfind('.');
     if (dot == std::string::npos) return std::nullopt;
     const std::string func = s.substr(dot + 1);
@@ -54,7 +56,8 @@ std::optional<std::string> normalize_bus_id(std::string_view text) {
         return std::nullopt;
     }
     if (std::stoul(dev, nullptr, 16) > 0x1f) return std::nullopt;
-    while (domain.size() < 4) domain.insert(domain.begin(), '0');
+    while (domain.size() < 4)
+        domain.insert(domain.begin(), '0');
     if (bus.size() < 2) bus.insert(bus.begin(), '0');
     std::string d = dev;
     if (d.size() < 2) d.insert(d.begin(), '0');
@@ -93,7 +96,8 @@ DeviceId Builder::add_socket(const SocketSpec& spec) {
     mem.memory_bytes = spec.memory_bytes;
     const DeviceId mem_id = topo_.add_device(mem);
     const auto value = defaults::memory();
-    topo_.add_link(Link{0, LinkKind::memory, mem_id, id, value.bandwidth, value.latency_us, std::nullopt, value.source});
+    topo_.add_link(
+        Link{0, LinkKind::memory, mem_id, id, value.bandwidth, value.latency_us, std::nullopt, value.source});
     return id;
 }
 
@@ -176,7 +180,8 @@ void Builder::finish() {
     for (auto& d : topo_.devices) {
         if (d.node != node_ || d.numa_node || d.kind == DeviceKind::socket) continue;
         DeviceId up = d.parent;
-        while (up != no_device && topo_.devices[up].kind != DeviceKind::socket) up = topo_.devices[up].parent;
+        while (up != no_device && topo_.devices[up].kind != DeviceKind::socket)
+            up = topo_.devices[up].parent;
         if (up != no_device) d.numa_node = topo_.devices[up].numa_node;
     }
 }

@@ -22,9 +22,9 @@ struct SocketSpec {
 
 /// What a source says about a PCIe link; the builder turns it into bandwidth and latency.
 struct LinkSpec {
-    std::optional<units::PcieLink> pcie;      ///< generation/width, when known
-    std::optional<double> line_rate;          ///< bytes/s of the encoded link (hwloc), when gen/width are not
-    std::string origin;                       ///< who said so: "hwloc", "sysfs max_link_speed", "NCCL XML", "preset"
+    std::optional<units::PcieLink> pcie;  ///< generation/width, when known
+    std::optional<double> line_rate;      ///< bytes/s of the encoded link (hwloc), when gen/width are not
+    std::string origin;                   ///< who said so: "hwloc", "sysfs max_link_speed", "NCCL XML", "preset"
 };
 
 /// Identity of a PCIe device; everything optional except what the caller knows.

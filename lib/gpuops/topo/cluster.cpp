@@ -41,14 +41,16 @@ Topology compose_cluster(const Topology& node, int count, const FabricSpec& fabr
         if (node.device(n).rdma) rdma.push_back(n);
     if (!rdma.empty()) node_nics = rdma;
     if (node_nics.empty() && count > 1) {
-        throw DataError(fmt::format("cannot build a cluster: the node topology ({}) has no NIC", quoted(node.source.name)));
+        throw DataError(
+            fmt::format("cannot build a cluster: the node topology ({}) has no NIC", quoted(node.source.name)));
     }
 
     Topology t;
     t.source = {node.source.kind, node.source.name};
     const int width = count >= 100 ? 3 : 2;
     for (int i = 0; i < count; ++i) {
-        t.nodes.push_back(Node{hostnames.empty() ? fmt::format("node{:0{}d}", i + 1, width) : hostnames[static_cast<std::size_t>(i)]});
+        t.nodes.push_back(Node{hostnames.empty() ? fmt::format("node{:0{}d}", i + 1, width)
+                                                 : hostnames[static_cast<std::size_t>(i)]});
     }
     const auto per_node = static_cast<DeviceId>(node.devices.size());
     for (int i = 0; i < count; ++i) {
@@ -97,7 +99,8 @@ Topology compose_cluster(const Topology& node, int count, const FabricSpec& fabr
     }
     // Rails: leaf k joins NIC k of every node.
     std::vector<DeviceId> leaves;
-    for (std::size_t k = 0; k < node_nics.size(); ++k) leaves.push_back(add_switch(fmt::format("rail{}", k)));
+    for (std::size_t k = 0; k < node_nics.size(); ++k)
+        leaves.push_back(add_switch(fmt::format("rail{}", k)));
     for (std::size_t k = 0; k < node_nics.size(); ++k) {
         for (int i = 0; i < count; ++i) {
             const auto v = defaults::network(port_speed(node_nics[k]), origin);

@@ -10,8 +10,8 @@
 namespace gpuops::topo {
 
 struct FabricSpec {
-    std::string kind;            ///< nonblocking | rail | rail-only
-    double port_bandwidth = 0;   ///< bytes/s per NIC port; 0 = each NIC's own speed
+    std::string kind;           ///< nonblocking | rail | rail-only
+    double port_bandwidth = 0;  ///< bytes/s per NIC port; 0 = each NIC's own speed
 };
 
 /// Parses `nonblocking:400Gb/s`, `rail:200Gb/s`, `rail-only:400Gb/s` or just the kind (then each NIC's

@@ -38,17 +38,17 @@ std::string xml_problem(const tinyxml2::XMLDocument& doc) {
     }
     const std::string tag = element.empty() ? std::string("an element") : fmt::format("element <{}>", element);
     switch (doc.ErrorID()) {
-    case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the file is empty";
-    case tinyxml2::XML_ERROR_PARSING_ELEMENT: return tag + " is malformed or cut off";
-    case tinyxml2::XML_ERROR_PARSING: return tag + " opened here is not closed";
-    case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: return fmt::format("closing tag does not match {}", tag);
-    case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return fmt::format("malformed attribute in {}", tag);
-    case tinyxml2::XML_ERROR_PARSING_TEXT: return "text outside of any element";
-    case tinyxml2::XML_ERROR_PARSING_CDATA: return "malformed CDATA section";
-    case tinyxml2::XML_ERROR_PARSING_COMMENT: return "malformed comment";
-    case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "malformed XML declaration";
-    case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "malformed <! > markup";
-    default: return doc.ErrorName();
+        case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the file is empty";
+        case tinyxml2::XML_ERROR_PARSING_ELEMENT: return tag + " is malformed or cut off";
+        case tinyxml2::XML_ERROR_PARSING: return tag + " opened here is not closed";
+        case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: return fmt::format("closing tag does not match {}", tag);
+        case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return fmt::format("malformed attribute in {}", tag);
+        case tinyxml2::XML_ERROR_PARSING_TEXT: return "text outside of any element";
+        case tinyxml2::XML_ERROR_PARSING_CDATA: return "malformed CDATA section";
+        case tinyxml2::XML_ERROR_PARSING_COMMENT: return "malformed comment";
+        case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "malformed XML declaration";
+        case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "malformed <! > markup";
+        default: return doc.ErrorName();
     }
 }
 
@@ -192,11 +192,11 @@ OsDevices os_devices_of(hwloc_obj_t pci) {
         const std::string name = child->name != nullptr ? child->name : "";
         if (!name.empty()) out.names.push_back(name);
         switch (child->attr->osdev.type) {
-        case HWLOC_OBJ_OSDEV_GPU:
-        case HWLOC_OBJ_OSDEV_COPROC: out.compute = out.compute || is_compute_name(name); break;
-        case HWLOC_OBJ_OSDEV_OPENFABRICS: out.openfabrics = true; break;
-        case HWLOC_OBJ_OSDEV_NETWORK: out.network = true; break;
-        default: break;
+            case HWLOC_OBJ_OSDEV_GPU:
+            case HWLOC_OBJ_OSDEV_COPROC: out.compute = out.compute || is_compute_name(name); break;
+            case HWLOC_OBJ_OSDEV_OPENFABRICS: out.openfabrics = true; break;
+            case HWLOC_OBJ_OSDEV_NETWORK: out.network = true; break;
+            default: break;
         }
         if (out.uuid.empty()) out.uuid = info(child, "NVIDIAUUID");
         if (out.gpu_model.empty()) out.gpu_model = info(child, "GPUModel");

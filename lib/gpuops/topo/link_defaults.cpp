@@ -30,9 +30,9 @@ Value pcie(const units::PcieLink& link) {
 }
 
 Value pcie_from_line_rate(double bytes_per_s, std::string_view origin) {
-    return {bytes_per_s * pcie_efficiency, pcie_latency_us,
-            fmt::format("{}: line rate {} x {} effective", origin, units::format_bandwidth(bytes_per_s),
-                        pcie_efficiency)};
+    return {
+        bytes_per_s * pcie_efficiency, pcie_latency_us,
+        fmt::format("{}: line rate {} x {} effective", origin, units::format_bandwidth(bytes_per_s), pcie_efficiency)};
 }
 
 Value pcie_unknown() {
@@ -70,8 +70,9 @@ Value socket_interconnect(const Cpu& cpu) {
 }
 
 Value memory() {
-    return {100 * GB, memory_latency_us,
-            "default: 100 GB/s host memory per socket [ours: conservative STREAM figure for 8-channel DDR4; calibrate]"};
+    return {
+        100 * GB, memory_latency_us,
+        "default: 100 GB/s host memory per socket [ours: conservative STREAM figure for 8-channel DDR4; calibrate]"};
 }
 
 Value host(double sum_of_root_ports) {
@@ -80,7 +81,8 @@ Value host(double sum_of_root_ports) {
 }
 
 Value network(double port_bandwidth, std::string_view origin) {
-    return {port_bandwidth, network_latency_us, fmt::format("{}: {} per port", origin, units::format_bandwidth(port_bandwidth))};
+    return {port_bandwidth, network_latency_us,
+            fmt::format("{}: {} per port", origin, units::format_bandwidth(port_bandwidth))};
 }
 
 }  // namespace gpuops::topo::defaults

@@ -50,7 +50,8 @@ std::vector<std::string> apply_link_rules(Topology& t, const std::vector<LinkRul
             if (r.between) {
                 const auto& a = t.devices[l.a].name;
                 const auto& b = t.devices[l.b].name;
-                if (!((a == r.between->first && b == r.between->second) || (a == r.between->second && b == r.between->first))) {
+                if (!((a == r.between->first && b == r.between->second) ||
+                      (a == r.between->second && b == r.between->first))) {
                     continue;
                 }
             }
@@ -59,7 +60,8 @@ std::vector<std::string> apply_link_rules(Topology& t, const std::vector<LinkRul
             l.source = fmt::format("calibration: {} ({})", origin, r.pointer);
             ++matched;
         }
-        if (matched == 0) warnings.push_back(fmt::format("{}: ({}) the rule matches no link", quoted(origin), r.pointer));
+        if (matched == 0)
+            warnings.push_back(fmt::format("{}: ({}) the rule matches no link", quoted(origin), r.pointer));
     }
     return warnings;
 }

@@ -19,7 +19,7 @@ struct LinkRule {
     std::optional<int> gen;
     std::optional<int> width;
     std::optional<std::pair<std::string, std::string>> between;  ///< device names, either order, any node
-    std::optional<double> bandwidth;   ///< bytes/s
+    std::optional<double> bandwidth;                             ///< bytes/s
     std::optional<double> latency_us;
     std::string pointer;  ///< where the rule is in its document, for messages
 };

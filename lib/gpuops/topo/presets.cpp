@@ -49,7 +49,8 @@ void add_devices(Builder& b, DeviceId parent, const View& list, BusCounter& bus)
         const auto kind = device_kind_from_string(kind_v.as_string());
         if (!kind || (*kind != DeviceKind::pcie_switch && *kind != DeviceKind::gpu && *kind != DeviceKind::nic &&
                       *kind != DeviceKind::pci_device)) {
-            throw kind_v.error(fmt::format("expected pcie_switch, gpu, nic or pci_device, got {}", quoted(kind_v.as_string())));
+            throw kind_v.error(
+                fmt::format("expected pcie_switch, gpu, nic or pci_device, got {}", quoted(kind_v.as_string())));
         }
         LinkSpec link;
         link.origin = "preset";
@@ -78,7 +79,8 @@ void add_devices(Builder& b, DeviceId parent, const View& list, BusCounter& bus)
             const DeviceId id = *kind == DeviceKind::pcie_switch ? b.add_switch(parent, pci, link)
                                                                  : b.add_endpoint(*kind, parent, pci, link);
             if (auto children = item.find("devices")) {
-                if (*kind != DeviceKind::pcie_switch) throw children->error("only a pcie_switch can have devices below it");
+                if (*kind != DeviceKind::pcie_switch)
+                    throw children->error("only a pcie_switch can have devices below it");
                 add_devices(b, id, *children, bus);
             }
         }
@@ -103,7 +105,8 @@ Topology build_from_spec(const json_io::Json& doc, std::string_view source_name)
     if (auto m = cpu_v.int_or_null("model")) cpu.model = static_cast<int>(*m);
     cpu.model_name = cpu_v.string_or_null("model_name").value_or("");
     const int cores = static_cast<int>(sockets.at("cores").as_int(1, 4096));
-    const int threads = sockets.find("threads_per_core") ? static_cast<int>(sockets.at("threads_per_core").as_int(1, 8)) : 1;
+    const int threads =
+        sockets.find("threads_per_core") ? static_cast<int>(sockets.at("threads_per_core").as_int(1, 8)) : 1;
     std::optional<std::uint64_t> memory;
     if (auto m = sockets.find("memory")) {
         try {
@@ -125,7 +128,8 @@ Topology build_from_spec(const json_io::Json& doc, std::string_view source_name)
         std::vector<int> cpus;
         for (int c = 0; c < cores; ++c) {
             core_ids.push_back(s * cores + c);
-            for (int t_index = 0; t_index < threads; ++t_index) cpus.push_back(t_index * socket_count * cores + s * cores + c);
+            for (int t_index = 0; t_index < threads; ++t_index)
+                cpus.push_back(t_index * socket_count * cores + s * cores + c);
         }
         ss.cores = cpulist::format(core_ids);
         ss.cpuset = cpulist::format(cpus);
@@ -150,7 +154,8 @@ std::vector<PresetInfo> list_presets() {
         info.name = doc.value("name", std::string(file.name));
         info.description = doc.value("description", "");
         if (doc.contains("sources"))
-            for (const auto& s : doc["sources"]) info.sources.push_back(s.get<std::string>());
+            for (const auto& s : doc["sources"])
+                info.sources.push_back(s.get<std::string>());
         out.push_back(std::move(info));
     }
     return out;
@@ -161,7 +166,8 @@ std::string render_preset_list(std::string_view format, bool verbose, bool compa
     if (format == "json") {
         auto doc = json_io::make_header("gpuops.preset_list", 1, tool);
         auto list = json_io::Json::array();
-        for (const auto& p : presets) list.push_back({{"name", p.name}, {"description", p.description}, {"sources", p.sources}});
+        for (const auto& p : presets)
+            list.push_back({{"name", p.name}, {"description", p.description}, {"sources", p.sources}});
         doc["presets"] = list;
         return (compact ? doc.dump() : doc.dump(2)) + "\n";
     }
@@ -170,7 +176,8 @@ std::string render_preset_list(std::string_view format, bool verbose, bool compa
     for (const auto& p : presets) {
         out += fmt::format("{:<20} {}\n", p.name, p.description);
         if (verbose)
-            for (const auto& s : p.sources) out += fmt::format("{:<20}   - {}\n", "", s);
+            for (const auto& s : p.sources)
+                out += fmt::format("{:<20}   - {}\n", "", s);
     }
     return out;
 }

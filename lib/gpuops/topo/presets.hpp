@@ -21,7 +21,8 @@ struct PresetInfo {
 
 /// --list-presets: "text" (name and description, with the sources when `verbose`) or "json"
 /// (a gpuops.preset_list document).
-[[nodiscard]] std::string render_preset_list(std::string_view format, bool verbose, bool compact, std::string_view tool);
+[[nodiscard]] std::string render_preset_list(std::string_view format, bool verbose, bool compact,
+                                             std::string_view tool);
 
 /// Builds an embedded preset by name. Unknown name: UsageError listing the known ones.
 [[nodiscard]] Topology build_preset(std::string_view name);

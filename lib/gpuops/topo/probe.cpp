@@ -20,7 +20,8 @@ namespace {
 
 Topology load_source(const ProbeOptions& o, std::vector<std::string>& warnings) {
     int sources = 0;
-    for (const auto* s : {&o.document, &o.xml, &o.nccl_xml, &o.preset}) sources += s->empty() ? 0 : 1;
+    for (const auto* s : {&o.document, &o.xml, &o.nccl_xml, &o.preset})
+        sources += s->empty() ? 0 : 1;
     if (sources > 1) throw UsageError("give at most one of FILE, --xml, --nccl-xml and --preset");
     if (!o.xml.empty()) return import_hwloc_xml(o.xml, warnings);
     if (!o.nccl_xml.empty()) return import_nccl_xml(o.nccl_xml, warnings);

@@ -58,7 +58,9 @@ std::string render_dot(const Topology& t) {
     for (const auto& l : t.links) {
         std::string label = units::format_bandwidth(l.bandwidth);
         if (l.pcie) label = units::format_pcie_link(*l.pcie) + "\\n" + label;
-        const char* style = l.kind == LinkKind::socket_interconnect ? ", style=bold" : l.kind == LinkKind::network ? ", style=dashed" : "";
+        const char* style = l.kind == LinkKind::socket_interconnect ? ", style=bold"
+                            : l.kind == LinkKind::network           ? ", style=dashed"
+                                                                    : "";
         out << fmt::format("  d{} -- d{} [label=\"{}\"{}];\n", l.b, l.a, label, style);
     }
     out << "}\n";

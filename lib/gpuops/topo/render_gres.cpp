@@ -24,14 +24,17 @@ std::string gres_type(std::string_view model) {
         }
     }
     if (!word.empty()) words.push_back(word);
-    static const std::vector<std::string> brands{"nvidia", "tesla", "geforce", "quadro", "amd", "radeon", "instinct", "intel", "data", "center", "gpu"};
+    static const std::vector<std::string> brands{"nvidia",   "tesla", "geforce", "quadro", "amd", "radeon",
+                                                 "instinct", "intel", "data",    "center", "gpu"};
     std::vector<std::string> kept;
     for (const auto& w : words)
         if (std::find(brands.begin(), brands.end(), w) == brands.end()) kept.push_back(w);
     for (std::size_t i = 0; i < kept.size(); ++i) {
         const auto& w = kept[i];
-        if (std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) continue;
-        const bool all_digits = std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+        if (std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            continue;
+        const bool all_digits =
+            std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
         if (all_digits && i > 0) return kept[i - 1] + w;  // "rtx 6000" → "rtx6000"
         return w;
     }

@@ -40,15 +40,17 @@ std::string describe(const Topology& t, const Device& d) {
     if (d.port_bandwidth) parts.push_back(fmt::format("port {}", units::format_bandwidth(*d.port_bandwidth)));
     if (const auto up = t.uplink(d.id)) {
         const Link& l = t.links[*up];
-        parts.push_back(l.pcie ? fmt::format("[{}, {}]", units::format_pcie_link(*l.pcie), units::format_bandwidth(l.bandwidth))
-                               : fmt::format("[{}]", units::format_bandwidth(l.bandwidth)));
+        parts.push_back(
+            l.pcie ? fmt::format("[{}, {}]", units::format_pcie_link(*l.pcie), units::format_bandwidth(l.bandwidth))
+                   : fmt::format("[{}]", units::format_bandwidth(l.bandwidth)));
     }
     return line + "  " + fmt::format("{}", fmt::join(parts, "  "));
 }
 
 void tree(const Topology& t, DeviceId id, int depth, std::ostringstream& out) {
     out << std::string(static_cast<std::size_t>(2 + depth * 2), ' ') << describe(t, t.devices[id]) << '\n';
-    for (DeviceId c : t.children(id)) tree(t, c, depth + 1, out);
+    for (DeviceId c : t.children(id))
+        tree(t, c, depth + 1, out);
 }
 
 void matrix(const Topology& t, const Router& router, int node, std::ostringstream& out) {
@@ -59,16 +61,21 @@ void matrix(const Topology& t, const Router& router, int node, std::ostringstrea
         return;
     }
     std::vector<std::pair<std::string, DeviceId>> cols;
-    for (std::size_t i = 0; i < gpus.size(); ++i) cols.emplace_back(fmt::format("GPU{}", i), gpus[i]);
-    for (std::size_t i = 0; i < nics.size(); ++i) cols.emplace_back(fmt::format("NIC{}", i), nics[i]);
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+        cols.emplace_back(fmt::format("GPU{}", i), gpus[i]);
+    for (std::size_t i = 0; i < nics.size(); ++i)
+        cols.emplace_back(fmt::format("NIC{}", i), nics[i]);
     std::size_t w = 6;
-    for (const auto& c : cols) w = std::max(w, c.first.size() + 2);
+    for (const auto& c : cols)
+        w = std::max(w, c.first.size() + 2);
     out << fmt::format("{:<{}}", "", w);
-    for (const auto& c : cols) out << fmt::format("{:<{}}", c.first, w);
+    for (const auto& c : cols)
+        out << fmt::format("{:<{}}", c.first, w);
     out << "CPU Affinity    NUMA Affinity\n";
     for (const auto& row : cols) {
         out << fmt::format("{:<{}}", row.first, w);
-        for (const auto& c : cols) out << fmt::format("{:<{}}", to_string(router.relation(row.second, c.second)), w);
+        for (const auto& c : cols)
+            out << fmt::format("{:<{}}", to_string(router.relation(row.second, c.second)), w);
         const DeviceId socket = router.socket_of(row.second);
         const Device& d = t.devices[row.second];
         const std::string cpus = socket != no_device && t.devices[socket].cpuset ? *t.devices[socket].cpuset : "N/A";
@@ -96,7 +103,8 @@ std::string render_text(const Topology& t) {
                            counted(t.devices_of(DeviceKind::gpu, node).size(), "GPU"),
                            counted(t.devices_of(DeviceKind::nic, node).size(), "NIC"),
                            counted(t.devices_of(DeviceKind::pcie_switch, node).size(), "PCIe switch"));
-        for (DeviceId s : t.devices_of(DeviceKind::socket, node)) tree(t, s, 0, out);
+        for (DeviceId s : t.devices_of(DeviceKind::socket, node))
+            tree(t, s, 0, out);
         for (const auto& l : t.links) {
             if (l.kind != LinkKind::socket_interconnect || t.devices[l.a].node != node) continue;
             out << fmt::format("  {} <-> {}  socket interconnect  [{}]\n", t.devices[l.a].name, t.devices[l.b].name,
@@ -112,13 +120,15 @@ std::string render_text(const Topology& t) {
     }
     if (t.fabric) {
         out << fmt::format("fabric: {}", t.fabric->kind);
-        if (t.fabric->port_bandwidth > 0) out << fmt::format(", {} per port", units::format_bandwidth(t.fabric->port_bandwidth));
+        if (t.fabric->port_bandwidth > 0)
+            out << fmt::format(", {} per port", units::format_bandwidth(t.fabric->port_bandwidth));
         out << fmt::format(", {}\n\n", counted(t.devices_of(DeviceKind::network_switch).size(), "switch"));
     }
     out << "Legend:\n"
            "  X    = Self\n"
            "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
-           "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+           "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA "
+           "node\n"
            "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
            "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n"
            "  PIX  = Connection traversing at most a single PCIe bridge\n";

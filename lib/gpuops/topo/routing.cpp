@@ -64,7 +64,8 @@ Router::Router(const Topology& topology)
 
 std::vector<DeviceId> Router::ancestors(DeviceId device) const {
     std::vector<DeviceId> chain;
-    for (DeviceId d = device; d != no_device; d = topo_.devices[d].parent) chain.push_back(d);
+    for (DeviceId d = device; d != no_device; d = topo_.devices[d].parent)
+        chain.push_back(d);
     return chain;
 }
 
@@ -93,11 +94,12 @@ void Router::socket_path(DeviceId from, DeviceId to, std::vector<EdgeId>& edges)
         }
     }
     if (came_from[to].first == no_device) {
-        throw DataError(fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(from)),
-                                    quoted(topo_.label(to))));
+        throw DataError(
+            fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(from)), quoted(topo_.label(to))));
     }
     std::vector<EdgeId> reversed;
-    for (DeviceId s = to; s != from; s = came_from[s].first) reversed.push_back(came_from[s].second);
+    for (DeviceId s = to; s != from; s = came_from[s].first)
+        reversed.push_back(came_from[s].second);
     edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
 }
 
@@ -122,7 +124,8 @@ void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) c
         const auto& a = topo_.devices[top_src];
         const auto& b = topo_.devices[top_dst];
         if (a.kind != DeviceKind::socket || b.kind != DeviceKind::socket) {
-            throw DataError(fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
+            throw DataError(
+                fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
         }
         socket_path(top_src, top_dst, edges);
     }
@@ -150,7 +153,8 @@ std::optional<DeviceId> Router::nearest_nic(DeviceId device) const {
     }
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::size_t ties = 1;
-    while (ties < ranked.size() && ranked[ties].first == ranked[0].first) ++ties;
+    while (ties < ranked.size() && ranked[ties].first == ranked[0].first)
+        ++ties;
     if (ties == 1) return ranked[0].second;
     // Spread: the k-th device of this kind among those nearest to the same NIC set takes the k-th NIC.
     std::size_t rank = 0;
@@ -165,8 +169,9 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
     const auto src_port = network_port_[src_nic];
     const auto dst_port = network_port_[dst_nic];
     if (!src_port || !dst_port) {
-        throw DataError(fmt::format("{} and {} are in different nodes and no fabric joins them (use --nodes N --fabric)",
-                                    quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
+        throw DataError(
+            fmt::format("{} and {} are in different nodes and no fabric joins them (use --nodes N --fabric)",
+                        quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
     }
     const Link& sp = topo_.links[*src_port];
     const Link& dp = topo_.links[*dst_port];
@@ -185,7 +190,8 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
                 const Link& link = topo_.links[l];
                 if (link.kind != LinkKind::network) continue;
                 const DeviceId next = link.a == s ? link.b : link.a;
-                if (topo_.devices[next].kind != DeviceKind::network_switch || came_from[next].first != no_device) continue;
+                if (topo_.devices[next].kind != DeviceKind::network_switch || came_from[next].first != no_device)
+                    continue;
                 came_from[next] = {s, link.a == s ? Topology::up_edge(l) : Topology::down_edge(l)};
                 queue.push_back(next);
             }
@@ -196,7 +202,8 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
                                         quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
         }
         std::vector<EdgeId> reversed;
-        for (DeviceId s = dst_sw; s != src_sw; s = came_from[s].first) reversed.push_back(came_from[s].second);
+        for (DeviceId s = dst_sw; s != src_sw; s = came_from[s].first)
+            reversed.push_back(came_from[s].second);
         edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
     }
     edges.push_back(dp.a == dst_nic ? Topology::down_edge(dp.id) : Topology::up_edge(dp.id));
@@ -239,7 +246,8 @@ Path Router::finish(PathKind kind, DeviceId src, DeviceId dst, std::vector<EdgeI
 Path Router::inter_node(DeviceId src, DeviceId dst, DeviceId src_nic, PathKind kind) const {
     const auto dst_nic = fabric_nic_towards(dst, src_nic);
     if (!dst_nic) {
-        throw DataError(fmt::format("node {} has no NIC to reach {}", quoted(topo_.nodes[static_cast<std::size_t>(topo_.devices[dst].node)].hostname),
+        throw DataError(fmt::format("node {} has no NIC to reach {}",
+                                    quoted(topo_.nodes[static_cast<std::size_t>(topo_.devices[dst].node)].hostname),
                                     quoted(topo_.label(dst))));
     }
     std::vector<EdgeId> edges;
@@ -261,7 +269,8 @@ Path Router::route(DeviceId src, DeviceId dst) const {
     const auto src_nic = nearest_nic(src);
     if (!src_nic) {
         throw DataError(fmt::format("node {} has no NIC, so {} cannot reach another node",
-                                    quoted(topo_.nodes[static_cast<std::size_t>(s.node)].hostname), quoted(topo_.label(src))));
+                                    quoted(topo_.nodes[static_cast<std::size_t>(s.node)].hostname),
+                                    quoted(topo_.label(src))));
     }
     return inter_node(src, dst, *src_nic, PathKind::direct);
 }

@@ -16,10 +16,10 @@ enum class Relation { self, pix, pxb, phb, node, sys, net };
 [[nodiscard]] std::string_view to_string(Relation relation);
 
 enum class PathKind {
-    direct,        ///< PCIe peer-to-peer inside a node; GPU → NIC → fabric → NIC → GPU across nodes
-    nic_loopback,  ///< inside a node, out through the source's NIC and back in (DeepEP's PCIe mode)
-    host_staging,  ///< inside a node, staged through the source socket's memory
-    alternate_nic, ///< across nodes, through another local NIC than the nearest one (rail choice)
+    direct,         ///< PCIe peer-to-peer inside a node; GPU → NIC → fabric → NIC → GPU across nodes
+    nic_loopback,   ///< inside a node, out through the source's NIC and back in (DeepEP's PCIe mode)
+    host_staging,   ///< inside a node, staged through the source socket's memory
+    alternate_nic,  ///< across nodes, through another local NIC than the nearest one (rail choice)
 };
 [[nodiscard]] std::string_view to_string(PathKind kind);
 
@@ -65,10 +65,10 @@ private:
     [[nodiscard]] Path inter_node(DeviceId src, DeviceId dst, DeviceId src_nic, PathKind kind) const;
 
     const Topology& topo_;
-    std::vector<std::optional<LinkId>> uplink_;                ///< per device
-    std::vector<std::vector<LinkId>> side_links_;              ///< per device: socket and network links
-    std::vector<std::optional<LinkId>> network_port_;          ///< per NIC: its link to the fabric
-    std::vector<std::vector<DeviceId>> nics_by_node_;          ///< fabric-attached NICs per node (RDMA first)
+    std::vector<std::optional<LinkId>> uplink_;        ///< per device
+    std::vector<std::vector<LinkId>> side_links_;      ///< per device: socket and network links
+    std::vector<std::optional<LinkId>> network_port_;  ///< per NIC: its link to the fabric
+    std::vector<std::vector<DeviceId>> nics_by_node_;  ///< fabric-attached NICs per node (RDMA first)
 };
 
 }  // namespace gpuops::topo

@@ -14,10 +14,10 @@
 namespace gpuops::topo {
 
 enum class DeviceKind {
-    socket,          ///< a CPU package (or a NUMA domain where that is all the source tells)
-    cpu_memory,      ///< the DRAM behind a socket (host staging buffers live here)
-    root_complex,    ///< a PCIe host bridge
-    pcie_switch,     ///< a PCIe switch (its upstream and downstream ports collapsed into one device)
+    socket,        ///< a CPU package (or a NUMA domain where that is all the source tells)
+    cpu_memory,    ///< the DRAM behind a socket (host staging buffers live here)
+    root_complex,  ///< a PCIe host bridge
+    pcie_switch,   ///< a PCIe switch (its upstream and downstream ports collapsed into one device)
     gpu,
     nic,
     pci_device,      ///< any other PCIe endpoint (kept so nothing the source listed is lost)
@@ -45,20 +45,20 @@ inline constexpr DeviceId no_device = std::numeric_limits<DeviceId>::max();
 struct Device {
     DeviceId id = no_device;
     DeviceKind kind = DeviceKind::pci_device;
-    int node = 0;                     ///< index into Topology::nodes
-    std::string name;                 ///< unique within its node: gpu0, nic1, sw2, rc0, socket0, mem0, net0
-    DeviceId parent = no_device;      ///< the tree parent; none for sockets and network switches
+    int node = 0;                           ///< index into Topology::nodes
+    std::string name;                       ///< unique within its node: gpu0, nic1, sw2, rc0, socket0, mem0, net0
+    DeviceId parent = no_device;            ///< the tree parent; none for sockets and network switches
     std::optional<std::string> pci_bus_id;  ///< "0000:1b:00.0", lower case, 4-digit domain
     std::optional<int> vendor_id;
     std::optional<int> device_id;
-    std::string model;                ///< e.g. "NVIDIA A100-SXM4-40GB"; may be empty
+    std::string model;  ///< e.g. "NVIDIA A100-SXM4-40GB"; may be empty
     std::optional<int> numa_node;
-    std::optional<std::string> uuid;  ///< GPU UUID ("GPU-...") where the source knows it
-    std::optional<std::string> cpuset;  ///< sockets: OS processor list in hwloc list format ("0-31,64-95")
-    std::optional<std::string> cores;   ///< sockets: Slurm core index list, for gres.conf Cores=
-    std::vector<std::string> interfaces;  ///< NICs: OS names (mlx5_0, ib0, eth0); GPUs: cuda0, nvml0, ...
-    bool rdma = false;                    ///< NICs: InfiniBand/RoCE/EFA capable
-    std::optional<double> port_bandwidth;  ///< NICs: wire speed in bytes/s where known
+    std::optional<std::string> uuid;            ///< GPU UUID ("GPU-...") where the source knows it
+    std::optional<std::string> cpuset;          ///< sockets: OS processor list in hwloc list format ("0-31,64-95")
+    std::optional<std::string> cores;           ///< sockets: Slurm core index list, for gres.conf Cores=
+    std::vector<std::string> interfaces;        ///< NICs: OS names (mlx5_0, ib0, eth0); GPUs: cuda0, nvml0, ...
+    bool rdma = false;                          ///< NICs: InfiniBand/RoCE/EFA capable
+    std::optional<double> port_bandwidth;       ///< NICs: wire speed in bytes/s where known
     std::optional<std::uint64_t> memory_bytes;  ///< cpu_memory: capacity where known
 
     bool operator==(const Device&) const = default;
@@ -93,7 +93,7 @@ struct Node {
 };
 
 struct Fabric {
-    std::string kind;          ///< nonblocking, rail, rail-only
+    std::string kind;           ///< nonblocking, rail, rail-only
     double port_bandwidth = 0;  ///< bytes/s per NIC port
     bool operator==(const Fabric&) const = default;
 };

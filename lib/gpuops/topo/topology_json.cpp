@@ -81,7 +81,8 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     d.kind = *k;
     d.node = static_cast<int>(v.at("node").as_int(0, static_cast<std::int64_t>(node_count) - 1));
     d.name = v.at("name").as_string();
-    if (auto p = v.find("parent")) d.parent = static_cast<DeviceId>(p->as_int(0, std::numeric_limits<DeviceId>::max() - 1));
+    if (auto p = v.find("parent"))
+        d.parent = static_cast<DeviceId>(p->as_int(0, std::numeric_limits<DeviceId>::max() - 1));
     if (auto b = v.find("pci_bus_id")) d.pci_bus_id = b->as_string();
     if (auto x = v.find("vendor_id")) d.vendor_id = parse_hex_id(*x);
     if (auto x = v.find("device_id")) d.device_id = parse_hex_id(*x);
@@ -91,14 +92,16 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     d.cpuset = v.string_or_null("cpuset");
     d.cores = v.string_or_null("cores");
     if (auto list = v.find("interfaces"))
-        for (const auto& item : list->items()) d.interfaces.push_back(item.as_string());
+        for (const auto& item : list->items())
+            d.interfaces.push_back(item.as_string());
     if (auto r = v.find("rdma")) d.rdma = r->as_bool();
     if (auto p = v.find("port_bandwidth_gbytes_per_s")) {
         const double gbs = p->as_number();
         if (gbs <= 0) throw p->error("expected a positive bandwidth");
         d.port_bandwidth = gbs * GB;
     }
-    if (auto m = v.find("memory_bytes")) d.memory_bytes = static_cast<std::uint64_t>(m->as_int(0, std::numeric_limits<std::int64_t>::max()));
+    if (auto m = v.find("memory_bytes"))
+        d.memory_bytes = static_cast<std::uint64_t>(m->as_int(0, std::numeric_limits<std::int64_t>::max()));
     return d;
 }
 
@@ -144,18 +147,22 @@ Json to_json(const Topology& t, std::string_view tool) {
                       {"pcie_switches", t.devices_of(DeviceKind::pcie_switch).size()},
                       {"root_complexes", t.devices_of(DeviceKind::root_complex).size()}};
     Json nodes = Json::array();
-    for (std::size_t i = 0; i < t.nodes.size(); ++i) nodes.push_back({{"index", i}, {"hostname", t.nodes[i].hostname}});
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+        nodes.push_back({{"index", i}, {"hostname", t.nodes[i].hostname}});
     doc["nodes"] = nodes;
     if (t.fabric) {
-        doc["fabric"] = {{"kind", t.fabric->kind}, {"port_bandwidth_gbytes_per_s", tidy(t.fabric->port_bandwidth / GB)}};
+        doc["fabric"] = {{"kind", t.fabric->kind},
+                         {"port_bandwidth_gbytes_per_s", tidy(t.fabric->port_bandwidth / GB)}};
     } else {
         doc["fabric"] = nullptr;
     }
     Json devices = Json::array();
-    for (const auto& d : t.devices) devices.push_back(device_json(d));
+    for (const auto& d : t.devices)
+        devices.push_back(device_json(d));
     doc["devices"] = devices;
     Json links = Json::array();
-    for (const auto& l : t.links) links.push_back(link_json(l));
+    for (const auto& l : t.links)
+        links.push_back(link_json(l));
     doc["links"] = links;
     return doc;
 }
@@ -169,7 +176,8 @@ Topology topology_from_json(const Json& doc) {
         t.source.name = s->string_or_null("name").value_or("");
     }
     const View nodes = root.at("nodes");
-    for (const auto& n : nodes.items()) t.nodes.push_back(Node{n.at("hostname").as_string()});
+    for (const auto& n : nodes.items())
+        t.nodes.push_back(Node{n.at("hostname").as_string()});
     if (t.nodes.empty()) throw nodes.error("a topology needs at least one node");
     if (auto f = root.find("fabric")) {
         Fabric fabric;
@@ -178,9 +186,11 @@ Topology topology_from_json(const Json& doc) {
         t.fabric = fabric;
     }
     const auto devices = root.at("devices").items();
-    for (std::size_t i = 0; i < devices.size(); ++i) t.devices.push_back(device_from_json(devices[i], i, t.nodes.size()));
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        t.devices.push_back(device_from_json(devices[i], i, t.nodes.size()));
     const auto links = root.at("links").items();
-    for (std::size_t i = 0; i < links.size(); ++i) t.links.push_back(link_from_json(links[i], i, t.devices.size()));
+    for (std::size_t i = 0; i < links.size(); ++i)
+        t.links.push_back(link_from_json(links[i], i, t.devices.size()));
     validate(t);
     return t;
 }
@@ -188,11 +198,13 @@ Topology topology_from_json(const Json& doc) {
 void validate(const Topology& t) {
     std::set<std::pair<int, std::string>> names;
     std::set<std::pair<DeviceId, DeviceId>> joined;
-    for (const auto& l : t.links) joined.emplace(l.a, l.b);
+    for (const auto& l : t.links)
+        joined.emplace(l.a, l.b);
     for (const auto& d : t.devices) {
         const std::string where = fmt::format("/devices/{}", d.id);
         if (!names.emplace(d.node, d.name).second) {
-            throw DataError(fmt::format("duplicate device name {} in node {}", quoted(d.name), d.node), {{}, where + "/name", 0});
+            throw DataError(fmt::format("duplicate device name {} in node {}", quoted(d.name), d.node),
+                            {{}, where + "/name", 0});
         }
         if (d.parent != no_device) {
             if (d.parent >= t.devices.size()) {
@@ -211,7 +223,8 @@ void validate(const Topology& t) {
                 throw DataError("parent is in another node", {{}, where + "/parent", 0});
             }
             if (!joined.contains({d.id, d.parent})) {
-                throw DataError(fmt::format("no link joins {} to its parent", quoted(d.name)), {{}, where + "/parent", 0});
+                throw DataError(fmt::format("no link joins {} to its parent", quoted(d.name)),
+                                {{}, where + "/parent", 0});
             }
         } else if (d.kind != DeviceKind::socket && d.kind != DeviceKind::network_switch) {
             throw DataError(fmt::format("a {} needs a parent", to_string(d.kind)), {{}, where + "/parent", 0});

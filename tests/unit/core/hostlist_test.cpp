@@ -1,8 +1,4 @@
 // Unit tests for gpuops::hostlist: Slurm's expansion order, malformed expressions, the size cap and round trips.
-#include "gpuops/core/hostlist.hpp"
-
-#include "gpuops/core/error.hpp"
-
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,6 +6,9 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "gpuops/core/error.hpp"
+#include "gpuops/core/hostlist.hpp"
 
 using gpuops::DataError;
 namespace hostlist = gpuops::hostlist;
@@ -48,10 +47,30 @@ TEST_CASE("expand tolerates whitespace and keeps duplicates in order", "[hostlis
 }
 
 TEST_CASE("expand rejects malformed expressions naming them", "[hostlist]") {
-    for (const char* expr : {"node[1-", "node[", "node[3-1]", "node[a-b]", "node[]", "node[ ]", "a,,b", ",a", "a,",
-                             "a, ,b", ",", "node]1", "node[1]]", "node[1[2]]", "node[1-2-3]", "node[1,]",
-                             "node[,1]", "node[-3]", "node[3-]", "node[1 2]", "node[+1]", "node[0x1]",
-                             "node[99999999999999999999]", "node[1-99999999999999999999]"}) {
+    for (const char* expr : {"node[1-",
+                             "node[",
+                             "node[3-1]",
+                             "node[a-b]",
+                             "node[]",
+                             "node[ ]",
+                             "a,,b",
+                             ",a",
+                             "a,",
+                             "a, ,b",
+                             ",",
+                             "node]1",
+                             "node[1]]",
+                             "node[1[2]]",
+                             "node[1-2-3]",
+                             "node[1,]",
+                             "node[,1]",
+                             "node[-3]",
+                             "node[3-]",
+                             "node[1 2]",
+                             "node[+1]",
+                             "node[0x1]",
+                             "node[99999999999999999999]",
+                             "node[1-99999999999999999999]"}) {
         INFO(expr);
         CHECK_THROWS_AS(hostlist::expand(expr), DataError);
     }
@@ -96,7 +115,8 @@ TEST_CASE("expand refuses names longer than a DNS name", "[hostlist]") {
     CHECK_THROWS_WITH(hostlist::expand(std::string(250, 'a') + "[1-100000]"), Catch::Contains("longer than 255"));
     CHECK_THROWS_AS(hostlist::expand("n[1]" + std::string(300, '0')), DataError);
     std::string many_groups = "n";
-    for (int i = 0; i < 300; ++i) many_groups += "[1]";
+    for (int i = 0; i < 300; ++i)
+        many_groups += "[1]";
     CHECK_THROWS_AS(hostlist::expand(many_groups), DataError);
 }
 
@@ -133,8 +153,8 @@ TEST_CASE("compress rejects names a hostlist cannot hold", "[hostlist]") {
 }
 
 TEST_CASE("compress of expand gives back a canonical expression", "[hostlist]") {
-    for (const char* expr : {"node[01-04,07]", "gpu-a[1-2],node[01-04,07]", "n[1-3,5,7-9]", "n[008-100]", "a,b,c",
-                             "n5", "n[9-10]", "db,login,n[1-2]", "n[1-2,01-02]", "n[1-1000000]"}) {
+    for (const char* expr : {"node[01-04,07]", "gpu-a[1-2],node[01-04,07]", "n[1-3,5,7-9]", "n[008-100]", "a,b,c", "n5",
+                             "n[9-10]", "db,login,n[1-2]", "n[1-2,01-02]", "n[1-1000000]"}) {
         INFO(expr);
         CHECK(hostlist::compress(hostlist::expand(expr)) == expr);
     }

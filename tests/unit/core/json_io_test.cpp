@@ -13,7 +13,8 @@ TEST_CASE("header: schema, version and generator come first, in that order", "[j
     Json doc = make_header("gpuops.topology", 1, "vp-probe");
     doc["devices"] = Json::array();
     const std::string text = doc.dump();
-    CHECK(text.rfind(R"({"schema":"gpuops.topology","schema_version":1,"generator":{"tool":"vp-probe","version":)", 0) == 0);
+    CHECK(text.rfind(R"({"schema":"gpuops.topology","schema_version":1,"generator":{"tool":"vp-probe","version":)",
+                     0) == 0);
     CHECK(check_header(doc, "gpuops.topology", 1) == 1);
 }
 
@@ -48,8 +49,7 @@ TEST_CASE("JSON Lines: one value per line, blank lines skipped, the bad line nam
     REQUIRE(records.size() == 3);
     CHECK(records[1]["a"] == 2);
     std::istringstream bad("{\"a\":1}\n{\"a\":\n");
-    CHECK_THROWS_WITH(parse_lines(bad, "r.jsonl"),
-                      Catch::Matchers::StartsWith("'r.jsonl' line 2: invalid JSON: "));
+    CHECK_THROWS_WITH(parse_lines(bad, "r.jsonl"), Catch::Matchers::StartsWith("'r.jsonl' line 2: invalid JSON: "));
 }
 
 TEST_CASE("View: typed access reports the JSON pointer of the bad value", "[json]") {

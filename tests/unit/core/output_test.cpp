@@ -71,3 +71,29 @@ TEST_CASE("an output in a missing directory is an I/O error naming the file", "[
     CHECK_THROWS_WITH(gpuops::Output("/nonexistent-dir/x.json"),
                       "cannot create '/nonexistent-dir/x.json': No such file or directory");
 }
+
+TEST_CASE("a device is written in place, never replaced by a regular file", "[output]") {
+    {
+        gpuops::Output out("/dev/null");
+        out.stream() << "discarded\n";
+        out.commit();
+    }
+    struct stat st {};
+    REQUIRE(::stat("/dev/null", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("a symlinked target keeps its link; the file it points to is replaced", "[output]") {
+    TempDir dir;
+    const fs::path real = dir.path / "real.json";
+    const fs::path link = dir.path / "link.json";
+    std::ofstream(real) << "old\n";
+    fs::create_symlink(real, link);
+    {
+        gpuops::Output out(link.string());
+        out.stream() << "new\n";
+        out.commit();
+    }
+    CHECK(fs::is_symlink(link));
+    CHECK(slurp(real) == "new\n");
+}

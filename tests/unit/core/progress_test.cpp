@@ -1,6 +1,4 @@
 // Unit tests for gpuops::progress: what reaches the terminal, and when, under a fake clock.
-#include "gpuops/core/progress.hpp"
-
 #include <catch2/catch.hpp>
 
 #include <iostream>
@@ -10,6 +8,8 @@
 #include <utility>
 
 #include <unistd.h>
+
+#include "gpuops/core/progress.hpp"
 
 using namespace std::chrono_literals;
 using gpuops::progress::Progress;
@@ -74,7 +74,8 @@ TEST_CASE("Progress redraws a thousand tight advances only a few times", "[progr
         progress.advance();
     }
     std::size_t draws = 0;
-    for (char c : out.str()) draws += c == '\r' ? 1 : 0;
+    for (char c : out.str())
+        draws += c == '\r' ? 1 : 0;
     CHECK(draws == 11);  // the first draw and one per 100 ms of the second that passed
     CHECK(out.str().ends_with("\rscan: 1000/1000 (100%)"));
 }

@@ -1,8 +1,4 @@
 // Unit tests for gpuops::units: every accepted spelling, every rejection, and printing that parses back.
-#include "gpuops/core/units.hpp"
-
-#include "gpuops/core/error.hpp"
-
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +7,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "gpuops/core/error.hpp"
+#include "gpuops/core/units.hpp"
 
 using namespace std::chrono_literals;
 using gpuops::DataError;
@@ -28,12 +27,28 @@ constexpr std::uint64_t eib = gib_bytes * 1024 * 1024 * 1024;
 
 TEST_CASE("parse_bandwidth reads bytes and bits with decimal and binary prefixes", "[units]") {
     const std::vector<std::pair<std::string, double>> cases{
-        {"25GB/s", 25e9},       {"25 GB/s", 25e9},       {"  25GB/s\t", 25e9},  {"25GBps", 25e9},
-        {"200Gb/s", 25e9},      {"400Gbps", 50e9},       {"100 Gbit/s", 12.5e9}, {"100Gbits/s", 12.5e9},
-        {"12.5GiB/s", 12.5 * gib}, {"100MB/s", 1e8},     {"1.5TB/s", 1.5e12},   {"800Mb/s", 1e8},
-        {"1kB/s", 1e3},         {"1KB/s", 1e3},          {"1KiB/s", 1024},      {"2MiB/s", 2 * 1024.0 * 1024.0},
-        {"1PB/s", 1e15},        {"8b/s", 1},             {"3B/s", 3},           {"0.5B/s", 0.5},
-        {"1Tbps", 125e9},       {"007GB/s", 7e9},
+        {"25GB/s", 25e9},
+        {"25 GB/s", 25e9},
+        {"  25GB/s\t", 25e9},
+        {"25GBps", 25e9},
+        {"200Gb/s", 25e9},
+        {"400Gbps", 50e9},
+        {"100 Gbit/s", 12.5e9},
+        {"100Gbits/s", 12.5e9},
+        {"12.5GiB/s", 12.5 * gib},
+        {"100MB/s", 1e8},
+        {"1.5TB/s", 1.5e12},
+        {"800Mb/s", 1e8},
+        {"1kB/s", 1e3},
+        {"1KB/s", 1e3},
+        {"1KiB/s", 1024},
+        {"2MiB/s", 2 * 1024.0 * 1024.0},
+        {"1PB/s", 1e15},
+        {"8b/s", 1},
+        {"3B/s", 3},
+        {"0.5B/s", 0.5},
+        {"1Tbps", 125e9},
+        {"007GB/s", 7e9},
     };
     for (const auto& [text, expected] : cases) {
         INFO(text);
@@ -42,9 +57,10 @@ TEST_CASE("parse_bandwidth reads bytes and bits with decimal and binary prefixes
 }
 
 TEST_CASE("parse_bandwidth rejects what is not a positive bandwidth", "[units]") {
-    for (const char* text : {"", "   ", "GB/s", "25", "25 GB", "25gb/s", "25 G B/s", "25GX/s", "25GB/s x", "25..5GB/s",
-                             "+25GB/s", "1e9B/s", "nan GB/s", "inf GB/s", "25 Gibit", "25Mib", "25mB/s", ".5GB/s",
-                             "5.GB/s", "0GB/s", "0.000 Gb/s", "-5GB/s"}) {
+    for (const char* text :
+         {"",         "   ",       "GB/s",    "25",     "25 GB",      "25gb/s",   "25 G B/s", "25GX/s",
+          "25GB/s x", "25..5GB/s", "+25GB/s", "1e9B/s", "nan GB/s",   "inf GB/s", "25 Gibit", "25Mib",
+          "25mB/s",   ".5GB/s",    "5.GB/s",  "0GB/s",  "0.000 Gb/s", "-5GB/s"}) {
         INFO(text);
         CHECK_THROWS_AS(units::parse_bandwidth(text), DataError);
     }
@@ -111,9 +127,26 @@ TEST_CASE("parse_pcie_link reads the spellings of lspci, nvidia-smi and NCCL", "
 }
 
 TEST_CASE("parse_pcie_link rejects unknown speeds, generations and widths", "[units]") {
-    for (const char* text : {"", "x16", "16", "16 GB/s x16", "10GT/s x16", "16GT/s x3", "16GT/s x0", "16GT/s x64",
-                             "16GT/s x", "16GT/s x16 x16", "16GT/s x16 extra", "Gen9 x16", "Gen0", "Gen x16",
-                             "Gen4.0 x16", "gen99999999999999999999", "16GT/s x1.5", "Unknown", "N/A", "-16GT/s"}) {
+    for (const char* text : {"",
+                             "x16",
+                             "16",
+                             "16 GB/s x16",
+                             "10GT/s x16",
+                             "16GT/s x3",
+                             "16GT/s x0",
+                             "16GT/s x64",
+                             "16GT/s x",
+                             "16GT/s x16 x16",
+                             "16GT/s x16 extra",
+                             "Gen9 x16",
+                             "Gen0",
+                             "Gen x16",
+                             "Gen4.0 x16",
+                             "gen99999999999999999999",
+                             "16GT/s x1.5",
+                             "Unknown",
+                             "N/A",
+                             "-16GT/s"}) {
         INFO(text);
         CHECK_THROWS_AS(units::parse_pcie_link(text), DataError);
     }
@@ -126,7 +159,7 @@ TEST_CASE("parse_pcie_link rejects unknown speeds, generations and widths", "[un
 }
 
 TEST_CASE("PCIe generations map to transfer rates and back", "[units]") {
-    const std::vector<std::pair<int, double>> table{{1, 2.5}, {2, 5.0},  {3, 8.0},  {4, 16.0},
+    const std::vector<std::pair<int, double>> table{{1, 2.5},  {2, 5.0},  {3, 8.0},  {4, 16.0},
                                                     {5, 32.0}, {6, 64.0}, {7, 128.0}};
     for (const auto& [gen, gts] : table) {
         INFO(gen);
@@ -145,12 +178,12 @@ TEST_CASE("PCIe generations map to transfer rates and back", "[units]") {
 }
 
 TEST_CASE("pcie_raw_bandwidth applies each generation's line encoding", "[units]") {
-    CHECK(units::pcie_raw_bandwidth(1, 1) == Approx(250e6));             // 2.5 GT/s * 8/10 / 8
-    CHECK(units::pcie_raw_bandwidth(2, 16) == Approx(8e9));              // 5 GT/s * 8/10 / 8 * 16
+    CHECK(units::pcie_raw_bandwidth(1, 1) == Approx(250e6));  // 2.5 GT/s * 8/10 / 8
+    CHECK(units::pcie_raw_bandwidth(2, 16) == Approx(8e9));   // 5 GT/s * 8/10 / 8 * 16
     CHECK(units::pcie_raw_bandwidth(3, 1) == Approx(8e9 * 128 / 130 / 8));
     CHECK(units::pcie_raw_bandwidth(4, 16) == Approx(31.5076923e9));
     CHECK(units::pcie_raw_bandwidth(5, 16) == Approx(63.0153846e9));
-    CHECK(units::pcie_raw_bandwidth(6, 16) == Approx(121e9));            // 64 GT/s * 242/256 / 8 * 16
+    CHECK(units::pcie_raw_bandwidth(6, 16) == Approx(121e9));  // 64 GT/s * 242/256 / 8 * 16
     CHECK(units::pcie_raw_bandwidth(4, 8) * 2 == Approx(units::pcie_raw_bandwidth(4, 16)));
     CHECK(units::pcie_raw_bandwidth(0, 16) == 0.0);
     CHECK(units::pcie_raw_bandwidth(9, 16) == 0.0);
@@ -209,9 +242,29 @@ TEST_CASE("parse_size reads bytes, dd-style letters, SI and IEC units", "[units]
 }
 
 TEST_CASE("parse_size rejects junk, negatives, fractions of a byte and overflow", "[units]") {
-    for (const char* text : {"", "k", "MiB", "1 k B", "1kb", "1mB", "1Mi", "1.5.5M", "1 2", "1e3", "1x", "0x10",
-                             "-1", "-1K", "1.1k", "0.0001KB", "1.5", "16EiB", "16E", "18.5EB", "18446744073709551616",
-                             "99999999999999999999999", "0.00000000000000000001EB"}) {
+    for (const char* text : {"",
+                             "k",
+                             "MiB",
+                             "1 k B",
+                             "1kb",
+                             "1mB",
+                             "1Mi",
+                             "1.5.5M",
+                             "1 2",
+                             "1e3",
+                             "1x",
+                             "0x10",
+                             "-1",
+                             "-1K",
+                             "1.1k",
+                             "0.0001KB",
+                             "1.5",
+                             "16EiB",
+                             "16E",
+                             "18.5EB",
+                             "18446744073709551616",
+                             "99999999999999999999999",
+                             "0.00000000000000000001EB"}) {
         INFO(text);
         CHECK_THROWS_AS(units::parse_size(text), DataError);
     }
@@ -277,9 +330,9 @@ TEST_CASE("parse_duration reads units, fractions and sums", "[units]") {
 }
 
 TEST_CASE("parse_duration rejects junk, negatives and overflow", "[units]") {
-    for (const char* text : {"", "  ", "s", "1x", "30sec", "1m30", "1.s", ".5s", "1s-", "1 m s", "-1s", "-0",
-                             "1e3s", "+1s", "1h-1m", "2562047h47m16.854775808s", "9223372037s",
-                             "99999999999999999999999h", "3000000h"}) {
+    for (const char* text :
+         {"", "  ", "s", "1x", "30sec", "1m30", "1.s", ".5s", "1s-", "1 m s", "-1s", "-0", "1e3s", "+1s", "1h-1m",
+          "2562047h47m16.854775808s", "9223372037s", "99999999999999999999999h", "3000000h"}) {
         INFO(text);
         CHECK_THROWS_AS(units::parse_duration(text), DataError);
     }
@@ -313,8 +366,8 @@ TEST_CASE("format_duration picks a unit and rounds to 4 significant digits", "[u
 }
 
 TEST_CASE("format_duration output of round durations parses back exactly", "[units]") {
-    for (std::chrono::nanoseconds d : std::vector<std::chrono::nanoseconds>{
-             0ns, 1ns, 999ns, 12us, 1500us, 250ms, 1500ms, 59s, 60s, 150s, 3723s, 100h}) {
+    for (std::chrono::nanoseconds d : std::vector<std::chrono::nanoseconds>{0ns, 1ns, 999ns, 12us, 1500us, 250ms,
+                                                                            1500ms, 59s, 60s, 150s, 3723s, 100h}) {
         INFO(d.count());
         CHECK(units::parse_duration(units::format_duration(d)) == d);
     }

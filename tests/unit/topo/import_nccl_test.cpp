@@ -1,15 +1,14 @@
 // Unit tests for the NCCL topology XML importer, on hand-written fixtures in tests/fixtures/nccl.
-#include "gpuops/topo/import_nccl.hpp"
-
-#include "gpuops/core/error.hpp"
-#include "gpuops/core/units.hpp"
-#include "gpuops/topo/link_defaults.hpp"
-
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "gpuops/core/error.hpp"
+#include "gpuops/core/units.hpp"
+#include "gpuops/topo/import_nccl.hpp"
+#include "gpuops/topo/link_defaults.hpp"
 
 using gpuops::DataError;
 using gpuops::InputMissingError;
@@ -289,11 +288,10 @@ TEST_CASE("odd but readable files import with warnings", "[import_nccl]") {
     }
     SECTION("unrecognised link speed, unknown elements, one classless device") {
         std::vector<std::string> warnings;
-        const Topology topo = import_text(
-            "<system version=\"1\">\n<cpu numaid=\"0\">\n"
-            "<pci busid=\"0000:01:00.0\" link_speed=\"Unknown\" link_width=\"16\"/>\n"
-            "<memory size=\"1\"/>\n</cpu>\n<pci busid=\"0000:02:00.0\"/>\n</system>",
-            warnings);
+        const Topology topo = import_text("<system version=\"1\">\n<cpu numaid=\"0\">\n"
+                                          "<pci busid=\"0000:01:00.0\" link_speed=\"Unknown\" link_width=\"16\"/>\n"
+                                          "<memory size=\"1\"/>\n</cpu>\n<pci busid=\"0000:02:00.0\"/>\n</system>",
+                                          warnings);
         CHECK(count(topo, DeviceKind::pci_device) == 1);
         CHECK(uplink_of(topo, topo.devices_of(DeviceKind::pci_device)[0]).pcie == std::nullopt);
         CHECK(warnings == std::vector<std::string>{
@@ -329,11 +327,10 @@ TEST_CASE("odd but readable files import with warnings", "[import_nccl]") {
     }
     SECTION("a leaf with a class that is neither GPU nor NIC is a classified pci_device") {
         std::vector<std::string> warnings;
-        const Topology topo = import_text(
-            "<system version=\"1\">\n<cpu numaid=\"0\">\n"
-            "<pci busid=\"0000:c4:00.0\" class=\"0x068000\" vendor=\"0x10de\"/>\n"
-            "</cpu>\n</system>",
-            warnings);
+        const Topology topo = import_text("<system version=\"1\">\n<cpu numaid=\"0\">\n"
+                                          "<pci busid=\"0000:c4:00.0\" class=\"0x068000\" vendor=\"0x10de\"/>\n"
+                                          "</cpu>\n</system>",
+                                          warnings);
         REQUIRE(count(topo, DeviceKind::pci_device) == 1);
         CHECK(warnings == std::vector<std::string>{"no GPU identified in 'inline.xml'"});
     }

@@ -38,16 +38,19 @@ TEST_CASE("presets have the documented shapes", "[presets]") {
     CHECK(count(gen4, DeviceKind::pcie_switch) == 4);
     CHECK(count(gen4, DeviceKind::gpu) == 8);
     CHECK(count(gen4, DeviceKind::nic) == 4);
-    for (DeviceId sw : gen4.devices_of(DeviceKind::pcie_switch)) CHECK(gen4.children(sw).size() == 3);
+    for (DeviceId sw : gen4.devices_of(DeviceKind::pcie_switch))
+        CHECK(gen4.children(sw).size() == 3);
     for (DeviceId g : gen4.devices_of(DeviceKind::gpu)) {
         REQUIRE(gen4.links[*gen4.uplink(g)].pcie);
         CHECK(gen4.links[*gen4.uplink(g)].pcie->gen == 4);
     }
     const auto gen5 = build_preset("pcie-8gpu-gen5");
-    for (DeviceId g : gen5.devices_of(DeviceKind::gpu)) CHECK(gen5.links[*gen5.uplink(g)].bandwidth == Approx(50.4e9).epsilon(0.01));
+    for (DeviceId g : gen5.devices_of(DeviceKind::gpu))
+        CHECK(gen5.links[*gen5.uplink(g)].bandwidth == Approx(50.4e9).epsilon(0.01));
     const auto direct = build_preset("pcie-4gpu-direct");
     CHECK(count(direct, DeviceKind::pcie_switch) == 0);
-    for (DeviceId g : direct.devices_of(DeviceKind::gpu)) CHECK(direct.device(direct.device(g).parent).kind == DeviceKind::root_complex);
+    for (DeviceId g : direct.devices_of(DeviceKind::gpu))
+        CHECK(direct.device(direct.device(g).parent).kind == DeviceKind::root_complex);
     const auto ten = build_preset("pcie-10gpu-1switch");
     CHECK(count(ten, DeviceKind::socket) == 1);
     CHECK(count(ten, DeviceKind::gpu) == 10);
@@ -75,8 +78,9 @@ TEST_CASE("preset specs report errors with pointers", "[presets]") {
     CHECK_THROWS_WITH(build_from_spec(spec, "x.json"),
                       Catch::Matchers::StartsWith("(/sockets/root_complexes/0/devices/0/link) "));
     spec["sockets"]["root_complexes"][0]["devices"][0] = Json::parse(R"({"kind":"socket"})");
-    CHECK_THROWS_WITH(build_from_spec(spec, "x.json"),
-                      "(/sockets/root_complexes/0/devices/0/kind) expected pcie_switch, gpu, nic or pci_device, got 'socket'");
+    CHECK_THROWS_WITH(
+        build_from_spec(spec, "x.json"),
+        "(/sockets/root_complexes/0/devices/0/kind) expected pcie_switch, gpu, nic or pci_device, got 'socket'");
     spec["sockets"]["root_complexes"][0]["devices"][0] = Json::parse(R"({"kind":"gpu","count":100000})");
     CHECK_THROWS_WITH(build_from_spec(spec, "x.json"),
                       "(/sockets/root_complexes/0/devices/0/count) expected an integer in [1, 1024], got 100000");
@@ -174,6 +178,7 @@ TEST_CASE("renderers: gres.conf types and lines, dot graph", "[render]") {
     CHECK(dot.rfind("graph topology {", 0) == 0);
     CHECK(dot.find("subgraph cluster_node0") != std::string::npos);
     std::size_t edges = 0;
-    for (std::size_t pos = dot.find(" -- "); pos != std::string::npos; pos = dot.find(" -- ", pos + 1)) ++edges;
+    for (std::size_t pos = dot.find(" -- "); pos != std::string::npos; pos = dot.find(" -- ", pos + 1))
+        ++edges;
     CHECK(edges == t.links.size());
 }

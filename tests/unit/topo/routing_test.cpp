@@ -1,9 +1,9 @@
 // Routing on the 8-GPU preset: every GPU pair's path crosses exactly the links the PCIe tree implies.
 #include <catch2/catch.hpp>
 
-#include <fmt/format.h>
-
 #include <map>
+
+#include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
 #include "gpuops/topo/cluster.hpp"
@@ -38,7 +38,7 @@ std::vector<std::string> expected_path(int i, int j) {
     const std::string b = fmt::format("gpu{}", j);
     if (i / 2 == j / 2) return {a + ">" + sw(i), sw(j) + ">" + b};
     if (i / 4 == j / 4) return {a + ">" + sw(i), sw(i) + ">" + rc(i), rc(j) + ">" + sw(j), sw(j) + ">" + b};
-    return {a + ">" + sw(i),           sw(i) + ">" + rc(i),     rc(i) + ">" + socket(i), socket(i) + ">" + socket(j),
+    return {a + ">" + sw(i),         sw(i) + ">" + rc(i), rc(i) + ">" + socket(i), socket(i) + ">" + socket(j),
             socket(j) + ">" + rc(j), rc(j) + ">" + sw(j), sw(j) + ">" + b};
 }
 
@@ -68,7 +68,8 @@ TEST_CASE("uniform all-to-all loads GPU links 7x, switch uplinks 12x and the UPI
     for (DeviceId a : gpus)
         for (DeviceId b : gpus)
             if (a != b)
-                for (EdgeId e : router.route(a, b).edges) ++load[e];
+                for (EdgeId e : router.route(a, b).edges)
+                    ++load[e];
     const auto gpu0 = by_name(t, "gpu0");
     const auto sw0 = by_name(t, "sw0");
     CHECK(load[Topology::up_edge(*t.uplink(gpu0))] == 7);
@@ -140,7 +141,8 @@ TEST_CASE("across nodes: GPU, NIC, fabric, NIC, GPU", "[routing][cluster]") {
         CHECK(router.relation(by_name(t, "gpu0", 0), by_name(t, "gpu0", 1)) == Relation::net);
         const auto alts = router.alternatives(by_name(t, "gpu0", 0), by_name(t, "gpu5", 1));
         CHECK(alts.size() == 4);  // the nearest NIC and the three others
-        for (std::size_t i = 1; i < alts.size(); ++i) CHECK(alts[i].kind == PathKind::alternate_nic);
+        for (std::size_t i = 1; i < alts.size(); ++i)
+            CHECK(alts[i].kind == PathKind::alternate_nic);
     }
     SECTION("rail-optimized keeps the rail, the spine joins rails") {
         const Topology t = compose_cluster(node, 3, parse_fabric("rail:200Gb/s"));
@@ -176,8 +178,9 @@ TEST_CASE("fabric specs", "[cluster]") {
     CHECK(parse_fabric("nonblocking:400Gb/s").port_bandwidth == Approx(50e9));
     CHECK(parse_fabric("rail").kind == "rail");
     CHECK(parse_fabric("rail").port_bandwidth == 0);
-    CHECK_THROWS_WITH(parse_fabric("torus:1Gb/s"),
-                      "--fabric: unknown fabric 'torus' (expected nonblocking, rail or rail-only, e.g. nonblocking:400Gb/s)");
+    CHECK_THROWS_WITH(
+        parse_fabric("torus:1Gb/s"),
+        "--fabric: unknown fabric 'torus' (expected nonblocking, rail or rail-only, e.g. nonblocking:400Gb/s)");
     CHECK_THROWS_AS(parse_fabric("rail:fast"), gpuops::UsageError);
     const Topology node = build_preset("pcie-8gpu-gen4");
     CHECK_THROWS_AS(compose_cluster(node, 0, parse_fabric("rail")), gpuops::UsageError);
