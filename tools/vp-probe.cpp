@@ -10,12 +10,6 @@
 
 namespace {
 
-void write_all(const gpuops::cli::Tool& tool, const std::string& text) {
-    auto output = tool.open_output();
-    output.stream() << text;
-    output.commit();
-}
-
 /// -v: what was found and where its numbers come from, for operators checking a probe.
 void explain(const gpuops::cli::Tool& tool, const gpuops::topo::Topology& t, std::chrono::steady_clock::duration took) {
     using gpuops::topo::DeviceKind;
@@ -64,7 +58,7 @@ int main(int argc, char** argv) {
         const auto& common = tool.common();
         if (list_presets) {
             const std::string format = tool.format_given() ? common.format : "text";
-            write_all(tool, gpuops::topo::render_preset_list(format, common.verbose > 0, common.compact, tool.name()));
+            tool.write(gpuops::topo::render_preset_list(format, common.verbose > 0, common.compact, tool.name()));
             return gpuops::ExitCode::ok;
         }
         if (nodes_opt->count() > 0) opts.nodes = nodes;
@@ -73,7 +67,7 @@ int main(int argc, char** argv) {
         for (const auto& w : result.warnings)
             tool.warn(w);
         explain(tool, result.topology, std::chrono::steady_clock::now() - start);
-        write_all(tool, gpuops::topo::render(result.topology, common.format, common.compact, tool.name()));
+        tool.write(gpuops::topo::render(result.topology, common.format, common.compact, tool.name()));
         return gpuops::ExitCode::ok;
     });
 }

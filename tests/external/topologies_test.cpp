@@ -12,8 +12,10 @@
 #include "gpuops/topo/topology_json.hpp"
 
 #include "external/data_dir.hpp"
+#include "support/topology_helpers.hpp"
 
 using namespace gpuops::topo;
+using gpuops::test::count;
 
 namespace {
 
@@ -35,8 +37,6 @@ Imported load(const std::string& file) {
     }
     return r;
 }
-
-std::size_t count(const Topology& t, DeviceKind kind) { return t.devices_of(kind).size(); }
 
 std::size_t count_where(const Topology& t, DeviceKind kind, const std::function<bool(const Device&)>& pred) {
     std::size_t n = 0;

@@ -75,6 +75,12 @@ Tool::Tool(std::string name, std::string summary, std::vector<std::string> forma
     app_.footer(fmt::format("See {}(1) and gpuops(7) for the exit codes and formats.", name_));
 }
 
+void Tool::write(std::string_view text) const {
+    Output output = open_output();
+    output.stream() << text;
+    output.commit();
+}
+
 void Tool::print_error(std::string_view message) const { std::cerr << name_ << ": error: " << message << '\n'; }
 
 void Tool::warn(std::string_view message) const {

@@ -42,6 +42,8 @@ public:
 
     /// The -o destination (stdout by default). Commit it once the whole output is written.
     [[nodiscard]] Output open_output() const { return Output(common_.output); }
+    /// Writes the whole result to the -o destination at once and commits it.
+    void write(std::string_view text) const;
 
     /// Diagnostics on stderr: `<tool>: warning: ...` (hidden by -q) and `<tool>: note: ...` (shown by -v).
     void warn(std::string_view message) const;

@@ -13,20 +13,14 @@
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
+#include "gpuops/core/text.hpp"
 
 namespace gpuops::hostlist {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_space(s.front()))
-        s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
+using text::is_digit;
+using text::is_space;
+using text::trim;
 
 /// The expression as an error message shows it: on one line and not absurdly long.
 std::string shown(std::string_view expr) {

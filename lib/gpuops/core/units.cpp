@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
+#include "gpuops/core/text.hpp"
 
 namespace gpuops::units {
 namespace {
@@ -23,16 +24,9 @@ constexpr std::string_view size_hint = "expected a number and an optional unit s
 constexpr std::string_view duration_hint = "expected a number and a unit such as 30s, 250ms or 1m30s";
 constexpr std::string_view pcie_hint = "expected a speed and a width such as 16GT/s x16 or Gen4 x16";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && is_space(s.front()))
-        s.remove_prefix(1);
-    while (!s.empty() && is_space(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
+using text::is_digit;
+using text::is_space;
+using text::trim;
 
 void skip_spaces(std::string_view& rest) {
     while (!rest.empty() && is_space(rest.front()))

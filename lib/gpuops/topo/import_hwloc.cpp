@@ -18,6 +18,7 @@
 
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/json_io.hpp"
+#include "gpuops/core/text.hpp"
 #include "gpuops/topo/builder.hpp"
 #include "gpuops/topo/hwloc_handle.hpp"
 
@@ -508,15 +509,8 @@ std::string this_hostname() {
 namespace detail {
 
 std::optional<units::PcieLink> parse_sysfs_max_link(std::string_view speed, std::string_view width) {
-    const auto trim = [](std::string_view s) {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-            s.remove_prefix(1);
-        while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
-            s.remove_suffix(1);
-        return s;
-    };
-    speed = trim(speed);
-    width = trim(width);
+    speed = text::trim(speed);
+    width = text::trim(width);
     try {
         if (!width.empty()) return units::parse_pcie_link(fmt::format("{} x{}", speed, width));
     } catch (const DataError&) {

@@ -20,6 +20,7 @@
 #include "gpuops/core/cpulist.hpp"
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/json_io.hpp"
+#include "gpuops/core/text.hpp"
 #include "gpuops/core/units.hpp"
 #include "gpuops/topo/builder.hpp"
 
@@ -57,12 +58,7 @@ constexpr std::array<KnownModel, 12> nvidia_gpu_models{{
 // Elastic Fabric Adapter generations 1-3.
 constexpr std::array<int, 3> efa_devices{0xefa0, 0xefa1, 0xefa2};
 
-std::string_view trim(std::string_view s) {
-    const auto first = s.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) return {};
-    const auto last = s.find_last_not_of(" \t\r\n");
-    return s.substr(first, last - first + 1);
-}
+using text::trim;
 
 std::optional<long long> parse_integer(std::string_view text, int base) {
     long long value = 0;

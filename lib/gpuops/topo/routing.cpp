@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -76,31 +77,31 @@ DeviceId Router::socket_of(DeviceId device) const {
     return no_device;
 }
 
-void Router::socket_path(DeviceId from, DeviceId to, std::vector<EdgeId>& edges) const {
-    // Breadth-first over socket interconnects: direct in a full mesh, but rings and partial meshes work too.
-    std::vector<std::pair<DeviceId, EdgeId>> came_from(topo_.devices.size(), {no_device, 0});
+std::optional<std::vector<EdgeId>> Router::side_path(DeviceId from, DeviceId to, LinkKind kind) const {
+    // Breadth-first over links of one kind between devices of from's kind: sockets over socket interconnects
+    // (direct in a full mesh; rings and partial meshes work too), fabric switches over network cables
+    // (leaf, spine, leaf). The map keeps the cost proportional to that small subgraph, not to the cluster.
+    const DeviceKind vertex_kind = topo_.devices[from].kind;
+    std::unordered_map<DeviceId, std::pair<DeviceId, EdgeId>> came_from{{from, {from, 0}}};
     std::deque<DeviceId> queue{from};
-    came_from[from] = {from, 0};
-    while (!queue.empty() && came_from[to].first == no_device) {
+    while (!queue.empty() && !came_from.contains(to)) {
         const DeviceId s = queue.front();
         queue.pop_front();
         for (LinkId l : side_links_[s]) {
             const Link& link = topo_.links[l];
-            if (link.kind != LinkKind::socket_interconnect) continue;
+            if (link.kind != kind) continue;
             const DeviceId next = link.a == s ? link.b : link.a;
-            if (came_from[next].first != no_device) continue;
+            if (topo_.devices[next].kind != vertex_kind || came_from.contains(next)) continue;
             came_from[next] = {s, link.a == s ? Topology::up_edge(l) : Topology::down_edge(l)};
             queue.push_back(next);
         }
     }
-    if (came_from[to].first == no_device) {
-        throw DataError(
-            fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(from)), quoted(topo_.label(to))));
-    }
-    std::vector<EdgeId> reversed;
+    if (!came_from.contains(to)) return std::nullopt;
+    std::vector<EdgeId> path;
     for (DeviceId s = to; s != from; s = came_from[s].first)
-        reversed.push_back(came_from[s].second);
-    edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
+        path.push_back(came_from[s].second);
+    std::reverse(path.begin(), path.end());
+    return path;
 }
 
 void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) const {
@@ -127,7 +128,12 @@ void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) c
             throw DataError(
                 fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
         }
-        socket_path(top_src, top_dst, edges);
+        const auto crossing = side_path(top_src, top_dst, LinkKind::socket_interconnect);
+        if (!crossing) {
+            throw DataError(fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(top_src)),
+                                        quoted(topo_.label(top_dst))));
+        }
+        edges.insert(edges.end(), crossing->begin(), crossing->end());
     }
     std::vector<EdgeId> descent;
     for (DeviceId d : down) {
@@ -179,32 +185,13 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
     const DeviceId dst_sw = dp.a == dst_nic ? dp.b : dp.a;
     edges.push_back(sp.a == src_nic ? Topology::up_edge(sp.id) : Topology::down_edge(sp.id));
     if (src_sw != dst_sw) {
-        // Shortest switch-to-switch path (leaf → spine → leaf for rails).
-        std::vector<std::pair<DeviceId, EdgeId>> came_from(topo_.devices.size(), {no_device, 0});
-        std::deque<DeviceId> queue{src_sw};
-        came_from[src_sw] = {src_sw, 0};
-        while (!queue.empty() && came_from[dst_sw].first == no_device) {
-            const DeviceId s = queue.front();
-            queue.pop_front();
-            for (LinkId l : side_links_[s]) {
-                const Link& link = topo_.links[l];
-                if (link.kind != LinkKind::network) continue;
-                const DeviceId next = link.a == s ? link.b : link.a;
-                if (topo_.devices[next].kind != DeviceKind::network_switch || came_from[next].first != no_device)
-                    continue;
-                came_from[next] = {s, link.a == s ? Topology::up_edge(l) : Topology::down_edge(l)};
-                queue.push_back(next);
-            }
-        }
-        if (came_from[dst_sw].first == no_device) {
+        const auto between = side_path(src_sw, dst_sw, LinkKind::network);
+        if (!between) {
             throw DataError(fmt::format("the fabric has no path from {} to {} (a rail-only fabric joins only NICs of "
                                         "the same rail)",
                                         quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
         }
-        std::vector<EdgeId> reversed;
-        for (DeviceId s = dst_sw; s != src_sw; s = came_from[s].first)
-            reversed.push_back(came_from[s].second);
-        edges.insert(edges.end(), reversed.rbegin(), reversed.rend());
+        edges.insert(edges.end(), between->begin(), between->end());
     }
     edges.push_back(dp.a == dst_nic ? Topology::down_edge(dp.id) : Topology::up_edge(dp.id));
 }

@@ -57,7 +57,8 @@ private:
     [[nodiscard]] std::vector<DeviceId> ancestors(DeviceId device) const;  ///< device, parent, ..., root
     /// Intra-node path; appends to `edges`.
     void tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) const;
-    void socket_path(DeviceId from, DeviceId to, std::vector<EdgeId>& edges) const;
+    /// Shortest path over `kind` links between two devices of the same kind (sockets, fabric switches).
+    [[nodiscard]] std::optional<std::vector<EdgeId>> side_path(DeviceId from, DeviceId to, LinkKind kind) const;
     void fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>& edges) const;
     [[nodiscard]] std::optional<DeviceId> fabric_nic_towards(DeviceId dst, DeviceId src_nic) const;
     [[nodiscard]] Path finish(PathKind kind, DeviceId src, DeviceId dst, std::vector<EdgeId> edges,

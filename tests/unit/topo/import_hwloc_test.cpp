@@ -19,34 +19,20 @@
 #include "gpuops/topo/import_hwloc.hpp"
 #include "gpuops/topo/link_defaults.hpp"
 
+#include "support/topology_helpers.hpp"
+
 using gpuops::DataError;
 using gpuops::ExitCode;
 using gpuops::InputMissingError;
 using namespace gpuops::topo;
+using gpuops::test::by_bus_id;
+using gpuops::test::by_name;
+using gpuops::test::count;
+using gpuops::test::uplink_of;
 
 namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUOPS_FIXTURES_DIR) + "/hwloc/" + name; }
-
-std::size_t count(const Topology& topo, DeviceKind kind) { return topo.devices_of(kind).size(); }
-
-const Device& by_bus_id(const Topology& topo, const std::string& bus_id) {
-    const auto id = topo.find_by_bus_id(0, bus_id);
-    REQUIRE(id);
-    return topo.device(*id);
-}
-
-const Device& by_name(const Topology& topo, const std::string& name) {
-    const auto id = topo.find(0, name);
-    REQUIRE(id);
-    return topo.device(*id);
-}
-
-const Link& uplink_of(const Topology& topo, DeviceId id) {
-    const auto link = topo.uplink(id);
-    REQUIRE(link);
-    return topo.links.at(*link);
-}
 
 /// The socket above a device, by walking its parents.
 const Device& socket_of(const Topology& topo, DeviceId id) {

@@ -10,27 +10,18 @@
 #include "gpuops/topo/import_nccl.hpp"
 #include "gpuops/topo/link_defaults.hpp"
 
+#include "support/topology_helpers.hpp"
+
 using gpuops::DataError;
 using gpuops::InputMissingError;
 using namespace gpuops::topo;
+using gpuops::test::by_bus_id;
+using gpuops::test::count;
+using gpuops::test::uplink_of;
 
 namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUOPS_FIXTURES_DIR) + "/nccl/" + name; }
-
-std::size_t count(const Topology& topo, DeviceKind kind) { return topo.devices_of(kind).size(); }
-
-const Device& by_bus_id(const Topology& topo, const std::string& bus_id) {
-    const auto id = topo.find_by_bus_id(0, bus_id);
-    REQUIRE(id);
-    return topo.device(*id);
-}
-
-const Link& uplink_of(const Topology& topo, DeviceId id) {
-    const auto link = topo.uplink(id);
-    REQUIRE(link);
-    return topo.links.at(*link);
-}
 
 double effective(int gen, int width) {
     return gpuops::units::pcie_raw_bandwidth(gen, width) * defaults::pcie_efficiency;

@@ -8,12 +8,13 @@
 #include "gpuops/topo/render.hpp"
 #include "gpuops/topo/topology_json.hpp"
 
+#include "support/topology_helpers.hpp"
+
 using namespace gpuops::topo;
 using gpuops::json_io::Json;
+using gpuops::test::count;
 
 namespace {
-
-std::size_t count(const Topology& t, DeviceKind k) { return t.devices_of(k).size(); }
 
 Json minimal_doc() {
     return Json::parse(R"({
