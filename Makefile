@@ -1,6 +1,7 @@
 # Thin wrapper over CMake: make demo | make check | make bench. Everything real lives in CMakeLists.txt.
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 APT_PACKAGES = cmake g++ make pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libcli11-dev \
                nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libbenchmark-dev groff-base clang-format git

@@ -9,5 +9,5 @@ echo "== vp-probe --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200
 "$bin/vp-probe" --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200Gb/s --compact \
   | grep -o '"summary":{[^}]*}'
 echo
-echo "== vp-probe --preset pcie-8gpu-gen4 --format gres-conf"
-"$bin/vp-probe" --preset pcie-8gpu-gen4 --format gres-conf
+echo "== vp-probe --preset pcie-8gpu-gen4 --hosts gpu01 --format gres-conf"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --hosts gpu01 --format gres-conf
