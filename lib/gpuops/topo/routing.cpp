@@ -40,7 +40,8 @@ Router::Router(const Topology& topology)
       uplink_(topology.devices.size()),
       side_links_(topology.devices.size()),
       network_port_(topology.devices.size()),
-      nics_by_node_(topology.nodes.size()) {
+      nics_by_node_(topology.nodes.size()),
+      depth_(topology.devices.size(), -1) {
     for (const auto& l : topo_.links) {
         if (topo_.devices[l.a].parent == l.b) {
             uplink_[l.a] = l.id;
@@ -58,21 +59,44 @@ Router::Router(const Topology& topology)
             nics_by_node_[static_cast<std::size_t>(d.node)].push_back(d.id);
         }
     }
+    // Depth in the device tree (sockets and fabric switches are roots); parents may have larger ids.
+    for (const auto& d : topo_.devices) {
+        std::vector<DeviceId> chain;
+        DeviceId x = d.id;
+        while (x != no_device && depth_[x] < 0) {
+            chain.push_back(x);
+            x = topo_.devices[x].parent;
+        }
+        int depth = x == no_device ? -1 : depth_[x];
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+            depth_[*it] = ++depth;
+    }
     for (auto& nics : nics_by_node_) {
         std::stable_partition(nics.begin(), nics.end(), [&](DeviceId n) { return topo_.devices[n].rdma; });
     }
 }
 
-std::vector<DeviceId> Router::ancestors(DeviceId device) const {
-    std::vector<DeviceId> chain;
-    for (DeviceId d = device; d != no_device; d = topo_.devices[d].parent)
-        chain.push_back(d);
-    return chain;
+DeviceId Router::lowest_common_ancestor(DeviceId a, DeviceId b) const {
+    while (depth_[a] > depth_[b])
+        a = topo_.devices[a].parent;
+    while (depth_[b] > depth_[a])
+        b = topo_.devices[b].parent;
+    while (a != b) {
+        a = topo_.devices[a].parent;
+        b = topo_.devices[b].parent;
+        if (a == no_device || b == no_device) return no_device;  // different trees (sockets, nodes)
+    }
+    return a;
+}
+
+DeviceId Router::root_of(DeviceId device) const {
+    while (topo_.devices[device].parent != no_device)
+        device = topo_.devices[device].parent;
+    return device;
 }
 
 DeviceId Router::socket_of(DeviceId device) const {
-    const auto chain = ancestors(device);
-    for (DeviceId d : chain)
+    for (DeviceId d = device; d != no_device; d = topo_.devices[d].parent)
         if (topo_.devices[d].kind == DeviceKind::socket) return d;
     return no_device;
 }
@@ -105,26 +129,13 @@ std::optional<std::vector<EdgeId>> Router::side_path(DeviceId from, DeviceId to,
 }
 
 void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) const {
-    const auto up = ancestors(src);
-    const auto down = ancestors(dst);
-    // Lowest common ancestor: the first of src's chain that is also in dst's chain.
-    DeviceId lca = no_device;
-    for (DeviceId d : up) {
-        if (std::find(down.begin(), down.end(), d) != down.end()) {
-            lca = d;
-            break;
-        }
-    }
-    const DeviceId top_src = lca != no_device ? lca : up.back();
-    const DeviceId top_dst = lca != no_device ? lca : down.back();
-    for (DeviceId d : up) {
-        if (d == top_src) break;
+    const DeviceId lca = lowest_common_ancestor(src, dst);
+    const DeviceId top_src = lca != no_device ? lca : root_of(src);
+    const DeviceId top_dst = lca != no_device ? lca : root_of(dst);
+    for (DeviceId d = src; d != top_src; d = topo_.devices[d].parent)
         edges.push_back(Topology::up_edge(*uplink_[d]));
-    }
     if (lca == no_device) {
-        const auto& a = topo_.devices[top_src];
-        const auto& b = topo_.devices[top_dst];
-        if (a.kind != DeviceKind::socket || b.kind != DeviceKind::socket) {
+        if (topo_.devices[top_src].kind != DeviceKind::socket || topo_.devices[top_dst].kind != DeviceKind::socket) {
             throw DataError(
                 fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
         }
@@ -135,12 +146,11 @@ void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) c
         }
         edges.insert(edges.end(), crossing->begin(), crossing->end());
     }
-    std::vector<EdgeId> descent;
-    for (DeviceId d : down) {
-        if (d == top_dst) break;
-        descent.push_back(Topology::down_edge(*uplink_[d]));
-    }
-    edges.insert(edges.end(), descent.rbegin(), descent.rend());
+    // Down from the top: collected bottom-up, then put in travel order.
+    const auto descent_start = static_cast<std::ptrdiff_t>(edges.size());
+    for (DeviceId d = dst; d != top_dst; d = topo_.devices[d].parent)
+        edges.push_back(Topology::down_edge(*uplink_[d]));
+    std::reverse(edges.begin() + descent_start, edges.end());
 }
 
 std::optional<DeviceId> Router::nearest_nic(DeviceId device) const {
@@ -304,24 +314,15 @@ std::vector<Path> Router::alternatives(DeviceId src, DeviceId dst) const {
 Relation Router::relation(DeviceId a, DeviceId b) const {
     if (a == b) return Relation::self;
     if (topo_.devices[a].node != topo_.devices[b].node) return Relation::net;
-    const auto up = ancestors(a);
-    const auto down = ancestors(b);
-    DeviceId lca = no_device;
-    for (DeviceId d : up) {
-        if (std::find(down.begin(), down.end(), d) != down.end()) {
-            lca = d;
-            break;
-        }
-    }
+    const DeviceId lca = lowest_common_ancestor(a, b);
     if (lca == no_device) return Relation::sys;
     switch (topo_.devices[lca].kind) {
         case DeviceKind::pcie_switch: {
+            // PIX: the two hang off one switch; PXB: more switches below the common one.
             int switches = 0;
-            for (const auto* chain : {&up, &down})
-                for (DeviceId d : *chain) {
-                    if (d == lca) break;
+            for (DeviceId end : {a, b})
+                for (DeviceId d = end; d != lca; d = topo_.devices[d].parent)
                     if (topo_.devices[d].kind == DeviceKind::pcie_switch) ++switches;
-                }
             return switches == 0 ? Relation::pix : Relation::pxb;
         }
         case DeviceKind::root_complex: return Relation::phb;

@@ -54,7 +54,9 @@ public:
     [[nodiscard]] const Topology& topology() const noexcept { return topo_; }
 
 private:
-    [[nodiscard]] std::vector<DeviceId> ancestors(DeviceId device) const;  ///< device, parent, ..., root
+    /// no_device when the two are in different trees (below different sockets, or in different nodes).
+    [[nodiscard]] DeviceId lowest_common_ancestor(DeviceId a, DeviceId b) const;
+    [[nodiscard]] DeviceId root_of(DeviceId device) const;
     /// Intra-node path; appends to `edges`.
     void tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) const;
     /// Shortest path over `kind` links between two devices of the same kind (sockets, fabric switches).
@@ -70,6 +72,7 @@ private:
     std::vector<std::vector<LinkId>> side_links_;      ///< per device: socket and network links
     std::vector<std::optional<LinkId>> network_port_;  ///< per NIC: its link to the fabric
     std::vector<std::vector<DeviceId>> nics_by_node_;  ///< fabric-attached NICs per node (RDMA first)
+    std::vector<int> depth_;                           ///< per device: 0 for tree roots (sockets, fabric switches)
 };
 
 }  // namespace gpuops::topo
