@@ -110,9 +110,9 @@ int Tool::run(int argc, char** argv, const std::function<ExitCode()>& body) {
         if (common_.version) {
             // Plain --version is one line for tickets and scripts; JSON only when asked for explicitly.
             if (format_given() && common_.format == "json") {
-                json_io::write(std::cout, build_info(name_), !common_.compact);
+                write(json_io::dump(build_info(name_), !common_.compact));
             } else {
-                std::cout << name_ << ' ' << version() << '\n';
+                write(fmt::format("{} {}\n", name_, version()));
             }
         } else {
             std::unique_ptr<Watchdog> watchdog;

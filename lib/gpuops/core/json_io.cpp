@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -34,6 +35,15 @@ std::string parse_reason(const nlohmann::json::parse_error& e) {
     return "invalid JSON: " + msg;
 }
 
+/// nlohmann's message without its "[json.exception.out_of_range.406] " prefix.
+std::string exception_reason(const nlohmann::json::exception& e) {
+    std::string msg = e.what();
+    if (msg.rfind("[json.exception", 0) == 0) {
+        if (const auto end = msg.find("] "); end != std::string::npos) msg = msg.substr(end + 2);
+    }
+    return msg;
+}
+
 std::string escape_token(std::string_view key) {
     std::string out;
     for (char c : key) {
@@ -57,6 +67,10 @@ std::string read_text(std::string_view path) {
         if (std::cin.bad()) throw IoError("cannot read standard input");
         return text;
     }
+    std::error_code ec;
+    if (std::filesystem::is_directory(std::filesystem::path(path), ec)) {
+        throw IoError(fmt::format("cannot read {}: Is a directory", quoted(path)));
+    }
     std::ifstream in{std::string(path), std::ios::binary};
     if (!in) {
         const int err = errno;
@@ -77,6 +91,9 @@ Json parse_document(std::string_view text, std::string_view source) {
         // byte is 1-based and points just past the offending character.
         const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
         throw DataError(parse_reason(e), {std::string(source), {}, line_of_offset(text, offset)});
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. out_of_range.406: a number such as 1e400 that no double holds.
+        throw DataError(std::string("invalid JSON: ") + exception_reason(e), {std::string(source), {}, 0});
     }
 }
 
@@ -93,6 +110,8 @@ std::vector<Json> parse_lines(std::istream& in, std::string_view source) {
             records.push_back(Json::parse(line));
         } catch (const nlohmann::json::parse_error& e) {
             throw DataError(parse_reason(e), {std::string(source), {}, number});
+        } catch (const nlohmann::json::exception& e) {
+            throw DataError(std::string("invalid JSON: ") + exception_reason(e), {std::string(source), {}, number});
         }
     }
     if (in.bad()) throw IoError(fmt::format("cannot read {}", quoted(source)));
@@ -131,7 +150,12 @@ int check_header(const Json& doc, std::string_view schema, int max_version) {
     return major;
 }
 
-void write(std::ostream& out, const Json& doc, bool pretty) { out << (pretty ? doc.dump(2) : doc.dump()) << '\n'; }
+std::string dump(const Json& doc, bool pretty) {
+    // Invalid UTF-8 that came in from outside (an XML attribute, a host name) is replaced, not fatal.
+    return doc.dump(pretty ? 2 : -1, ' ', false, Json::error_handler_t::replace) + '\n';
+}
+
+void write(std::ostream& out, const Json& doc, bool pretty) { out << dump(doc, pretty); }
 
 std::string type_name(const Json& value) {
     switch (value.type()) {

@@ -38,7 +38,9 @@ using Json = nlohmann::ordered_json;
 /// Unknown fields are ignored. Returns the document's schema_version.
 int check_header(const Json& doc, std::string_view schema, int max_version);
 
-/// Writes `doc` followed by a newline: pretty (2-space indent) or compact.
+/// `doc` as text followed by a newline: pretty (2-space indent) or compact; invalid UTF-8 is replaced.
+[[nodiscard]] std::string dump(const Json& doc, bool pretty = true);
+/// Writes dump(doc, pretty).
 void write(std::ostream& out, const Json& doc, bool pretty = true);
 
 /// A read-only view of a JSON value that knows its JSON pointer, so every accessor can report

@@ -76,6 +76,10 @@ Builder::Builder(Topology& topology, int node) : topo_(topology), node_(node) {
 std::string Builder::next_name(DeviceKind kind) { return fmt::format("{}{}", name_prefix(kind), counters_[kind]++); }
 
 DeviceId Builder::add_socket(const SocketSpec& spec) {
+    if (counters_[DeviceKind::socket] >= max_sockets_per_node) {
+        throw DataError(
+            fmt::format("more than {} sockets (CPU packages or NUMA domains) in one node", max_sockets_per_node));
+    }
     Device socket;
     socket.kind = DeviceKind::socket;
     socket.node = node_;

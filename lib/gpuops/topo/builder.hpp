@@ -12,6 +12,10 @@
 
 namespace gpuops::topo {
 
+/// More CPU packages (or NUMA domains standing in for them) than any real server has: 8-socket boxes exist,
+/// and NPS4/SNC4 NUMA domains on those stay well below this.
+inline constexpr int max_sockets_per_node = 64;
+
 struct SocketSpec {
     defaults::Cpu cpu;
     std::optional<int> numa_node;

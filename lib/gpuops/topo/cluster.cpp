@@ -31,7 +31,18 @@ FabricSpec parse_fabric(std::string_view text) {
 Topology compose_cluster(const Topology& node, int count, const FabricSpec& fabric,
                          const std::vector<std::string>& hostnames) {
     if (count < 1) throw UsageError(fmt::format("--nodes: expected at least 1 node, got {}", count));
+    if (count > max_cluster_nodes) {
+        throw UsageError(fmt::format("--nodes: at most {} nodes, got {}", max_cluster_nodes, count));
+    }
     if (node.nodes.size() != 1) throw DataError("the input is already a cluster; compose from a single-node topology");
+    if (node.fabric || !node.devices_of(DeviceKind::network_switch).empty()) {
+        throw DataError("the input already has a fabric; compose from a single-node topology without one");
+    }
+    if (static_cast<std::uint64_t>(node.devices.size()) * static_cast<std::uint64_t>(count) + node.devices.size() >=
+        no_device) {
+        throw UsageError(
+            fmt::format("--nodes: {} copies of a {}-device node are too many devices", count, node.devices.size()));
+    }
     if (!hostnames.empty() && hostnames.size() != static_cast<std::size_t>(count)) {
         throw UsageError(fmt::format("--hosts names {} hosts but --nodes is {}", hostnames.size(), count));
     }

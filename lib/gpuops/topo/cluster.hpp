@@ -9,6 +9,9 @@
 
 namespace gpuops::topo {
 
+/// Far beyond today's largest GPU clusters (tens of thousands of nodes), and still a few GB of model.
+inline constexpr int max_cluster_nodes = 65536;
+
 struct FabricSpec {
     std::string kind;           ///< nonblocking | rail | rail-only
     double port_bandwidth = 0;  ///< bytes/s per NIC port; 0 = each NIC's own speed

@@ -160,6 +160,15 @@ int bridge_children(hwloc_obj_t obj) {
     return count;
 }
 
+/// The NUMA node of `numas` where the cores' DRAM is: the first with CPUs, since CPU-less ones (HBM, CXL, GPU memory)
+/// are not; else the first. `numas` must not be empty.
+hwloc_obj_t dram_numa(const std::vector<hwloc_obj_t>& numas) {
+    const auto with_cpus = std::find_if(numas.begin(), numas.end(), [](hwloc_obj_t numa) {
+        return numa->cpuset != nullptr && !hwloc_bitmap_iszero(numa->cpuset);
+    });
+    return with_cpus != numas.end() ? *with_cpus : numas.front();
+}
+
 hwloc_obj_t package_above(hwloc_obj_t obj) {
     for (hwloc_obj_t up = obj; up != nullptr; up = up->parent)
         if (up->type == HWLOC_OBJ_PACKAGE) return up;
@@ -168,10 +177,10 @@ hwloc_obj_t package_above(hwloc_obj_t obj) {
 
 /// What the OS devices below a PCI function say about it.
 struct OsDevices {
-    std::vector<std::string> names;
-    bool compute = false;      ///< a CUDA, NVML, OpenCL, ROCm SMI or Level Zero device
-    bool openfabrics = false;  ///< an RDMA device (mlx5_0, rdmap*, hfi1_0)
-    bool network = false;      ///< a network interface (eth0, ib0)
+    std::vector<std::string> names;  ///< RDMA devices first, then the rest, each in hwloc's order
+    bool compute = false;            ///< a CUDA, NVML, OpenCL, ROCm SMI or Level Zero device
+    bool openfabrics = false;        ///< an RDMA device (mlx5_0, rdmap*, hfi1_0)
+    bool network = false;            ///< a network interface (eth0, ib0)
     std::string uuid;
     std::string gpu_model;
 };
@@ -188,10 +197,13 @@ bool is_compute_name(std::string_view name) {
 
 OsDevices os_devices_of(hwloc_obj_t pci) {
     OsDevices out;
+    // nvidia-smi names a NIC by its RDMA device (mlx5_0), and the first name is the one views show.
+    std::vector<std::string> others;
     for (hwloc_obj_t child = pci->io_first_child; child != nullptr; child = child->next_sibling) {
         if (child->type != HWLOC_OBJ_OS_DEVICE) continue;
         const std::string name = child->name != nullptr ? child->name : "";
-        if (!name.empty()) out.names.push_back(name);
+        if (!name.empty())
+            (child->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS ? out.names : others).push_back(name);
         switch (child->attr->osdev.type) {
             case HWLOC_OBJ_OSDEV_GPU:
             case HWLOC_OBJ_OSDEV_COPROC: out.compute = out.compute || is_compute_name(name); break;
@@ -202,6 +214,7 @@ OsDevices os_devices_of(hwloc_obj_t pci) {
         if (out.uuid.empty()) out.uuid = info(child, "NVIDIAUUID");
         if (out.gpu_model.empty()) out.gpu_model = info(child, "GPUModel");
     }
+    out.names.insert(out.names.end(), others.begin(), others.end());
     return out;
 }
 
@@ -271,6 +284,7 @@ public:
             }
             add_endpoint(endpoints_[i].first, endpoints_[i].second);
         }
+        inherit_root_complex_numa();
         builder_.finish();
     }
 
@@ -304,8 +318,9 @@ private:
         // Some VMs expose no Package: the whole machine is then one socket.
         const std::vector<hwloc_obj_t> holders =
             packages_.empty() ? std::vector<hwloc_obj_t>{hwloc_.root()} : packages_;
+        numas_ = objects(HWLOC_OBJ_NUMANODE);
         std::map<hwloc_obj_t, std::vector<hwloc_obj_t>> numas;
-        for (hwloc_obj_t numa : objects(HWLOC_OBJ_NUMANODE))
+        for (hwloc_obj_t numa : numas_)
             if (hwloc_obj_t owner = numa_owner(numa)) numas[owner].push_back(numa);
         const auto cores = objects(HWLOC_OBJ_CORE);
 
@@ -316,12 +331,7 @@ private:
             spec.cpu.model = leading_int(info(holder, "CPUModelNumber"));
             spec.cpu.model_name = info(holder, "CPUModel");
             if (const auto it = numas.find(holder); it != numas.end()) {
-                // Prefer a NUMA node with CPUs: CPU-less ones (HBM, CXL, GPU memory) are not where the cores' DRAM is.
-                const auto with_cpus = std::find_if(it->second.begin(), it->second.end(), [](hwloc_obj_t numa) {
-                    return numa->cpuset != nullptr && !hwloc_bitmap_iszero(numa->cpuset);
-                });
-                spec.numa_node =
-                    static_cast<int>((with_cpus != it->second.end() ? *with_cpus : it->second.front())->os_index);
+                spec.numa_node = static_cast<int>(dram_numa(it->second)->os_index);
                 std::uint64_t memory = 0;
                 for (hwloc_obj_t numa : it->second) {
                     if (numa->subtype == nullptr || std::string_view(numa->subtype) != "GPUMemory")
@@ -370,6 +380,37 @@ private:
         return first_socket_;
     }
 
+    /// The NUMA node local to the CPU-side (non-I/O) object `parent` that I/O hangs below; with several NUMA nodes
+    /// per package (Intel SNC, AMD EPYC NPS2/NPS4) it is not the socket's. nullopt when `parent` has no nodeset.
+    std::optional<int> numa_near(hwloc_obj_t parent) const {
+        if (parent->nodeset == nullptr) return std::nullopt;
+        std::vector<hwloc_obj_t> local;
+        for (hwloc_obj_t numa : numas_) {
+            if (numa->nodeset != nullptr && hwloc_bitmap_isincluded(numa->nodeset, parent->nodeset))
+                local.push_back(numa);
+        }
+        if (local.empty()) return std::nullopt;
+        return static_cast<int>(dram_numa(local)->os_index);
+    }
+
+    /// A root complex for the I/O object `io` below the CPU-side object `parent`, in its socket and local NUMA node.
+    DeviceId add_root_complex(hwloc_obj_t parent, hwloc_obj_t io) {
+        const DeviceId rc = builder_.add_root_complex(socket_for(parent, io));
+        topology_.devices[rc].numa_node = numa_near(parent);
+        return rc;
+    }
+
+    /// Gives every device below a root complex the root complex's NUMA node (Builder::finish would give the socket's).
+    void inherit_root_complex_numa() {
+        for (Device& d : topology_.devices) {
+            if (d.numa_node) continue;
+            DeviceId up = d.parent;
+            while (up != no_device && topology_.devices[up].kind != DeviceKind::root_complex)
+                up = topology_.devices[up].parent;
+            if (up != no_device) d.numa_node = topology_.devices[up].numa_node;
+        }
+    }
+
     void add_io() {
         // hwloc hangs host bridges below CPU-side objects (packages, groups, the machine).
         std::vector<std::pair<hwloc_obj_t, hwloc_obj_t>> tops;  // (CPU-side parent, I/O object), depth first
@@ -380,12 +421,11 @@ private:
         std::map<hwloc_obj_t, DeviceId> implicit_root_complexes;
         for (const auto& [parent, io] : tops) {
             if (is_host_bridge(io)) {
-                const DeviceId rc = builder_.add_root_complex(socket_for(parent, io));
-                add_below(io, Port::host_bridge, rc);
+                add_below(io, Port::host_bridge, add_root_complex(parent, io));
             } else if (pci_of(io) != nullptr) {
                 // hwloc itself puts every PCI object below a host bridge; a hand-written file may not.
                 auto [it, fresh] = implicit_root_complexes.try_emplace(parent, no_device);
-                if (fresh) it->second = builder_.add_root_complex(socket_for(parent, io));
+                if (fresh) it->second = add_root_complex(parent, io);
                 add_one(io, Port::host_bridge, it->second);
             }
         }
@@ -482,6 +522,7 @@ private:
     bool live_;
     std::vector<std::string>& warnings_;
     std::vector<hwloc_obj_t> packages_;
+    std::vector<hwloc_obj_t> numas_;
     std::map<hwloc_obj_t, DeviceId> sockets_;
     DeviceId first_socket_ = no_device;
     std::vector<std::pair<hwloc_obj_t, DeviceId>> endpoints_;  // PCI devices and the device they attach to

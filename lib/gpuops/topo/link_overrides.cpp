@@ -1,6 +1,8 @@
 // Matching calibration rules against links and rewriting their numbers and sources.
 #include "gpuops/topo/link_overrides.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
@@ -26,7 +28,8 @@ std::vector<LinkRule> parse_link_rules(const json_io::Json& doc) {
         }
         if (auto bw = v.find("bandwidth_gbytes_per_s")) {
             r.bandwidth = bw->as_number() * 1e9;
-            if (*r.bandwidth <= 0) throw bw->error("expected a positive bandwidth");
+            if (!std::isfinite(*r.bandwidth) || *r.bandwidth <= 0)
+                throw bw->error("expected a positive, finite bandwidth");
         }
         if (auto lat = v.find("latency_us")) {
             r.latency_us = lat->as_number();

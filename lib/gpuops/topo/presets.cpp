@@ -98,6 +98,9 @@ Topology build_from_spec(const json_io::Json& doc, std::string_view source_name)
 
     const View sockets = spec.at("sockets");
     const int socket_count = count_of(sockets);
+    if (socket_count > max_sockets_per_node) {
+        throw sockets.at("count").error(fmt::format("at most {} sockets per node", max_sockets_per_node));
+    }
     const View cpu_v = sockets.at("cpu");
     defaults::Cpu cpu;
     cpu.vendor = cpu_v.string_or_null("vendor").value_or("");
@@ -137,7 +140,7 @@ Topology build_from_spec(const json_io::Json& doc, std::string_view source_name)
         for (const auto& rc_v : sockets.at("root_complexes").items()) {
             const int rc_count = count_of(rc_v);
             for (int r = 0; r < rc_count; ++r) {
-                const DeviceId rc = b.add_root_complex(socket, fmt::format("0000:{:02x}:00.0", bus.next++));
+                const DeviceId rc = b.add_root_complex(socket, bus.take(rc_v));
                 add_devices(b, rc, rc_v.at("devices"), bus);
             }
         }
@@ -169,7 +172,7 @@ std::string render_preset_list(std::string_view format, bool verbose, bool compa
         for (const auto& p : presets)
             list.push_back({{"name", p.name}, {"description", p.description}, {"sources", p.sources}});
         doc["presets"] = list;
-        return (compact ? doc.dump() : doc.dump(2)) + "\n";
+        return json_io::dump(doc, !compact);
     }
     if (format != "text") throw UsageError(fmt::format("--list-presets prints text or json, not {}", quoted(format)));
     std::string out;

@@ -1,6 +1,8 @@
 // The vp-probe pipeline: source selection, import, cluster composition, calibration, rendering.
 #include "gpuops/topo/probe.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
@@ -23,8 +25,17 @@ Topology load_source(const ProbeOptions& o, std::vector<std::string>& warnings) 
     for (const auto* s : {&o.document, &o.xml, &o.nccl_xml, &o.preset})
         sources += s->empty() ? 0 : 1;
     if (sources > 1) throw UsageError("give at most one of FILE, --xml, --nccl-xml and --preset");
-    if (!o.xml.empty()) return import_hwloc_xml(o.xml, warnings);
-    if (!o.nccl_xml.empty()) return import_nccl_xml(o.nccl_xml, warnings);
+    // Importers' builders may fail without knowing the file; name it for them.
+    const auto attributed = [](const std::string& path, auto&& import) -> Topology {
+        try {
+            return import();
+        } catch (const DataError& e) {
+            if (!e.where().file.empty()) throw;
+            throw e.in_file(path);
+        }
+    };
+    if (!o.xml.empty()) return attributed(o.xml, [&] { return import_hwloc_xml(o.xml, warnings); });
+    if (!o.nccl_xml.empty()) return attributed(o.nccl_xml, [&] { return import_nccl_xml(o.nccl_xml, warnings); });
     if (!o.preset.empty()) {
         if (o.preset.ends_with(".json")) {
             const auto spec = json_io::read_document(o.preset);
@@ -59,6 +70,10 @@ ProbeResult probe(const ProbeOptions& o) {
             hostnames = hostlist::expand(o.hosts);
         } catch (const DataError& e) {
             throw UsageError("--hosts: " + e.reason());
+        }
+        std::set<std::string_view> seen;
+        for (const auto& h : hostnames) {
+            if (!seen.insert(h).second) throw UsageError(fmt::format("--hosts: {} appears twice", quoted(h)));
         }
         if (o.nodes && static_cast<std::size_t>(*o.nodes) != hostnames.size()) {
             throw UsageError(fmt::format("--hosts names {} hosts but --nodes is {}", hostnames.size(), *o.nodes));
@@ -96,7 +111,7 @@ ProbeResult probe(const ProbeOptions& o) {
 std::string render(const Topology& t, std::string_view format, bool compact, std::string_view tool) {
     if (format == "json") {
         const auto doc = to_json(t, tool);
-        return compact ? doc.dump() + "\n" : doc.dump(2) + "\n";
+        return json_io::dump(doc, !compact);
     }
     if (format == "text") return render_text(t);
     if (format == "dot") return render_dot(t);

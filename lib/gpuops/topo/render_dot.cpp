@@ -9,10 +9,15 @@
 namespace gpuops::topo {
 namespace {
 
+/// Text from a document may hold anything: quote what DOT's quoted strings treat specially, drop controls.
 std::string escape(std::string_view text) {
     std::string out;
     for (char c : text) {
         if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) < ' ') {
+            out += ' ';
+            continue;
+        }
         out += c;
     }
     return out;
@@ -38,14 +43,16 @@ std::string render_dot(const Topology& t) {
     std::ostringstream out;
     out << "graph topology {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n"
            "  edge [fontname=\"Helvetica\", fontsize=8];\n";
+    const auto by_node = t.devices_by_node();
     for (std::size_t n = 0; n < t.nodes.size(); ++n) {
         out << fmt::format("  subgraph cluster_node{} {{\n    label=\"{}\";\n", n,
                            escape(t.nodes[n].hostname.empty() ? fmt::format("node {}", n) : t.nodes[n].hostname));
-        for (const auto& d : t.devices) {
-            if (d.node != static_cast<int>(n) || d.kind == DeviceKind::network_switch) continue;
-            std::string label = d.name;
+        for (DeviceId id : by_node[n]) {
+            const Device& d = t.devices[id];
+            if (d.kind == DeviceKind::network_switch) continue;
+            std::string label = escape(d.name);
             if (!d.model.empty()) label += "\\n" + escape(d.model);
-            if (d.pci_bus_id) label += "\\n" + *d.pci_bus_id;
+            if (d.pci_bus_id) label += "\\n" + escape(*d.pci_bus_id);
             out << fmt::format("    d{} [label=\"{}\", shape={}];\n", d.id, label, shape(d.kind));
         }
         out << "  }\n";

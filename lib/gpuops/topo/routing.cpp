@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -41,7 +42,8 @@ Router::Router(const Topology& topology)
       side_links_(topology.devices.size()),
       network_port_(topology.devices.size()),
       nics_by_node_(topology.nodes.size()),
-      depth_(topology.devices.size(), -1) {
+      depth_(topology.devices.size(), -1),
+      rank_in_node_(topology.devices.size(), 0) {
     for (const auto& l : topo_.links) {
         if (topo_.devices[l.a].parent == l.b) {
             uplink_[l.a] = l.id;
@@ -59,6 +61,9 @@ Router::Router(const Topology& topology)
             nics_by_node_[static_cast<std::size_t>(d.node)].push_back(d.id);
         }
     }
+    std::map<std::pair<int, DeviceKind>, std::size_t> seen;
+    for (const auto& d : topo_.devices)
+        rank_in_node_[d.id] = seen[{d.node, d.kind}]++;
     // Depth in the device tree (sockets and fabric switches are roots); parents may have larger ids.
     for (const auto& d : topo_.devices) {
         std::vector<DeviceId> chain;
@@ -173,12 +178,7 @@ std::optional<DeviceId> Router::nearest_nic(DeviceId device) const {
         ++ties;
     if (ties == 1) return ranked[0].second;
     // Spread: the k-th device of this kind among those nearest to the same NIC set takes the k-th NIC.
-    std::size_t rank = 0;
-    for (DeviceId other : topo_.devices_of(d.kind, d.node)) {
-        if (other == device) break;
-        ++rank;
-    }
-    return ranked[rank % ties].second;
+    return ranked[rank_in_node_[device] % ties].second;
 }
 
 void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>& edges) const {
@@ -326,7 +326,13 @@ Relation Router::relation(DeviceId a, DeviceId b) const {
             return switches == 0 ? Relation::pix : Relation::pxb;
         }
         case DeviceKind::root_complex: return Relation::phb;
-        case DeviceKind::socket: return Relation::node;
+        case DeviceKind::socket: {
+            // nvidia-smi's SYS is "between NUMA nodes": with sub-NUMA clustering (SNC, NPS2/4) two host
+            // bridges of one package can sit in different NUMA nodes.
+            const auto& na = topo_.devices[a].numa_node;
+            const auto& nb = topo_.devices[b].numa_node;
+            return na && nb && *na != *nb ? Relation::sys : Relation::node;
+        }
         default: return Relation::pix;  // one endpoint is the other's ancestor (e.g. a switch and its GPU)
     }
 }

@@ -11,7 +11,8 @@
 namespace gpuops::topo {
 
 /// nvidia-smi topo -m words: X (self), PIX (one switch), PXB (several switches), PHB (a host bridge),
-/// NODE (host bridges of one socket), SYS (the socket interconnect), NET (another node).
+/// NODE (host bridges of one NUMA node), SYS (between NUMA nodes: across sockets, or across sub-NUMA
+/// clusters of one package), NET (another node).
 enum class Relation { self, pix, pxb, phb, node, sys, net };
 [[nodiscard]] std::string_view to_string(Relation relation);
 
@@ -73,6 +74,7 @@ private:
     std::vector<std::optional<LinkId>> network_port_;  ///< per NIC: its link to the fabric
     std::vector<std::vector<DeviceId>> nics_by_node_;  ///< fabric-attached NICs per node (RDMA first)
     std::vector<int> depth_;                           ///< per device: 0 for tree roots (sockets, fabric switches)
+    std::vector<std::size_t> rank_in_node_;            ///< per device: its index among devices of its kind in its node
 };
 
 }  // namespace gpuops::topo

@@ -123,6 +123,28 @@ std::vector<DeviceId> Topology::children(DeviceId device) const {
     return out;
 }
 
+std::vector<std::vector<DeviceId>> Topology::devices_by_node() const {
+    std::vector<std::vector<DeviceId>> out(nodes.size());
+    for (const auto& d : devices)
+        if (d.node >= 0 && static_cast<std::size_t>(d.node) < out.size())
+            out[static_cast<std::size_t>(d.node)].push_back(d.id);
+    return out;
+}
+
+std::vector<std::vector<DeviceId>> Topology::children_index() const {
+    std::vector<std::vector<DeviceId>> out(devices.size());
+    for (const auto& d : devices)
+        if (d.parent != no_device && d.parent < devices.size()) out[d.parent].push_back(d.id);
+    return out;
+}
+
+std::vector<std::optional<LinkId>> Topology::uplink_index() const {
+    std::vector<std::optional<LinkId>> out(devices.size());
+    for (const auto& l : links)
+        if (l.a < devices.size() && devices[l.a].parent == l.b) out[l.a] = l.id;
+    return out;
+}
+
 std::string Topology::label(DeviceId id) const {
     const Device& d = devices.at(id);
     if (d.kind == DeviceKind::network_switch) return d.name;  // fabric switches belong to no one node

@@ -131,6 +131,11 @@ struct Topology {
     [[nodiscard]] std::vector<LinkId> links_of(DeviceId device) const;
     [[nodiscard]] std::vector<DeviceId> children(DeviceId device) const;
 
+    /// Indexes for whole-topology walks (renderers, routing): built once in linear time.
+    [[nodiscard]] std::vector<std::vector<DeviceId>> devices_by_node() const;  ///< per node, in id order
+    [[nodiscard]] std::vector<std::vector<DeviceId>> children_index() const;   ///< per device
+    [[nodiscard]] std::vector<std::optional<LinkId>> uplink_index() const;     ///< per device
+
     /// "gpu3" for a single node; "node02/gpu3" when there are several nodes.
     [[nodiscard]] std::string label(DeviceId id) const;
 

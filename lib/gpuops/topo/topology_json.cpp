@@ -1,6 +1,7 @@
 // Serialisation of the topology model to and from gpuops.topology documents.
 #include "gpuops/topo/topology_json.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -16,8 +17,13 @@ using json_io::View;
 
 constexpr double GB = 1e9;
 
-/// Six significant decimals are plenty for GB/s and µs, and keep documents diffable.
-double tidy(double v) { return std::round(v * 1e6) / 1e6; }
+/// Nine significant digits are plenty for GB/s and µs and keep documents diffable; unlike a fixed number
+/// of decimals they keep tiny values (1e-9 GB/s) from rounding to zero.
+double tidy(double v) {
+    if (v == 0 || !std::isfinite(v)) return v;
+    const double scale = std::pow(10.0, 8 - static_cast<int>(std::floor(std::log10(std::abs(v)))));
+    return std::round(v * scale) / scale;
+}
 
 Json device_json(const Device& d) {
     Json j;
@@ -97,7 +103,7 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     if (auto r = v.find("rdma")) d.rdma = r->as_bool();
     if (auto p = v.find("port_bandwidth_gbytes_per_s")) {
         const double gbs = p->as_number();
-        if (gbs <= 0) throw p->error("expected a positive bandwidth");
+        if (!std::isfinite(gbs * GB) || gbs <= 0) throw p->error("expected a positive, finite bandwidth");
         d.port_bandwidth = gbs * GB;
     }
     if (auto m = v.find("memory_bytes"))
@@ -118,7 +124,7 @@ Link link_from_json(const View& v, std::size_t index, std::size_t device_count) 
     if (l.a == l.b) throw v.at("b").error("a link must join two different devices");
     const View bw = v.at("bandwidth_gbytes_per_s");
     l.bandwidth = bw.as_number() * GB;
-    if (l.bandwidth <= 0) throw bw.error("expected a positive bandwidth");
+    if (!std::isfinite(l.bandwidth) || l.bandwidth <= 0) throw bw.error("expected a positive, finite bandwidth");
     const View lat = v.at("latency_us");
     l.latency_us = lat.as_number();
     if (l.latency_us < 0) throw lat.error("expected a non-negative latency");
@@ -196,38 +202,86 @@ Topology topology_from_json(const Json& doc) {
 }
 
 void validate(const Topology& t) {
-    std::set<std::pair<int, std::string>> names;
+    const auto device_count = t.devices.size();
+    std::set<std::string> hostnames;
+    for (std::size_t n = 0; n < t.nodes.size(); ++n) {
+        const std::string& host = t.nodes[n].hostname;
+        const std::string where = fmt::format("/nodes/{}/hostname", n);
+        if (std::any_of(host.begin(), host.end(),
+                        [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == 0x7f; })) {
+            throw DataError(fmt::format("host name {} contains whitespace or control characters", quoted(host)),
+                            {{}, where, 0});
+        }
+        if (!host.empty() && !hostnames.insert(host).second) {
+            throw DataError(fmt::format("host name {} appears twice", quoted(host)), {{}, where, 0});
+        }
+    }
     std::set<std::pair<DeviceId, DeviceId>> joined;
-    for (const auto& l : t.links)
+    for (const auto& l : t.links) {
+        if (l.a >= device_count || l.b >= device_count || l.a == l.b) {
+            throw DataError("a link must join two different existing devices", {{}, fmt::format("/links/{}", l.id), 0});
+        }
+        if (!std::isfinite(l.bandwidth) || l.bandwidth <= 0 || !std::isfinite(l.latency_us) || l.latency_us < 0) {
+            throw DataError("bandwidth must be positive and latency non-negative",
+                            {{}, fmt::format("/links/{}", l.id), 0});
+        }
         joined.emplace(l.a, l.b);
+    }
+    // First every reference, so the walks below never leave the device list.
+    std::set<std::pair<int, std::string>> names;
     for (const auto& d : t.devices) {
         const std::string where = fmt::format("/devices/{}", d.id);
+        if (d.node < 0 || static_cast<std::size_t>(d.node) >= t.nodes.size()) {
+            throw DataError(fmt::format("node {} does not exist", d.node), {{}, where + "/node", 0});
+        }
         if (!names.emplace(d.node, d.name).second) {
             throw DataError(fmt::format("duplicate device name {} in node {}", quoted(d.name), d.node),
                             {{}, where + "/name", 0});
         }
-        if (d.parent != no_device) {
-            if (d.parent >= t.devices.size()) {
-                throw DataError(fmt::format("parent {} does not exist", d.parent), {{}, where + "/parent", 0});
+        const bool root_kind = d.kind == DeviceKind::socket || d.kind == DeviceKind::network_switch;
+        if (d.parent == no_device) {
+            if (!root_kind)
+                throw DataError(fmt::format("a {} needs a parent", to_string(d.kind)), {{}, where + "/parent", 0});
+            continue;
+        }
+        if (root_kind)
+            throw DataError(fmt::format("a {} has no parent", to_string(d.kind)), {{}, where + "/parent", 0});
+        if (d.parent >= device_count) {
+            throw DataError(fmt::format("parent {} does not exist", d.parent), {{}, where + "/parent", 0});
+        }
+        const Device& parent = t.devices[d.parent];
+        if (parent.kind != DeviceKind::socket && parent.kind != DeviceKind::root_complex &&
+            parent.kind != DeviceKind::pcie_switch) {
+            throw DataError(fmt::format("a {} cannot be the parent of a {}", to_string(parent.kind), to_string(d.kind)),
+                            {{}, where + "/parent", 0});
+        }
+        if (parent.node != d.node) throw DataError("parent is in another node", {{}, where + "/parent", 0});
+        if (!joined.contains({d.id, d.parent})) {
+            throw DataError(fmt::format("no link joins {} to its parent", quoted(d.name)), {{}, where + "/parent", 0});
+        }
+    }
+    // Then the shape: no cycle, bounded depth (routing and the text view walk these chains). Each device is
+    // resolved once, so this is linear in the number of devices.
+    std::vector<int> depth(device_count, -1);  // -1 unknown, -2 on the current walk
+    std::vector<DeviceId> chain;
+    for (const auto& d : t.devices) {
+        chain.clear();
+        DeviceId x = d.id;
+        while (x != no_device && depth[x] == -1) {
+            depth[x] = -2;
+            chain.push_back(x);
+            x = t.devices[x].parent;
+        }
+        if (x != no_device && depth[x] == -2) {
+            throw DataError("the parent chain forms a cycle", {{}, fmt::format("/devices/{}/parent", d.id), 0});
+        }
+        int level = x == no_device ? -1 : depth[x];
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            depth[*it] = ++level;
+            if (level > max_tree_depth) {
+                throw DataError(fmt::format("the device tree is deeper than {} levels", max_tree_depth),
+                                {{}, fmt::format("/devices/{}/parent", *it), 0});
             }
-            // Walk up: a cycle would make routing loop forever.
-            DeviceId up = d.parent;
-            std::size_t steps = 0;
-            while (up != no_device) {
-                if (up == d.id || ++steps > t.devices.size()) {
-                    throw DataError("the parent chain forms a cycle", {{}, where + "/parent", 0});
-                }
-                up = t.devices[up].parent;
-            }
-            if (t.devices[d.parent].node != d.node) {
-                throw DataError("parent is in another node", {{}, where + "/parent", 0});
-            }
-            if (!joined.contains({d.id, d.parent})) {
-                throw DataError(fmt::format("no link joins {} to its parent", quoted(d.name)),
-                                {{}, where + "/parent", 0});
-            }
-        } else if (d.kind != DeviceKind::socket && d.kind != DeviceKind::network_switch) {
-            throw DataError(fmt::format("a {} needs a parent", to_string(d.kind)), {{}, where + "/parent", 0});
         }
     }
 }

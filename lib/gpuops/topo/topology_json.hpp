@@ -17,6 +17,9 @@ inline constexpr int topology_schema_version = 1;
 /// Reads and validates a gpuops.topology document; errors carry the JSON pointer of the bad value.
 [[nodiscard]] Topology topology_from_json(const json_io::Json& doc);
 
+/// Deeper device trees are rejected: real PCIe trees are under a dozen levels (DGX-2: 7).
+inline constexpr int max_tree_depth = 64;
+
 /// Structural checks every importer's result must pass: dense ids, known parents without cycles,
 /// an uplink for every tree child, positive bandwidths. Throws DataError with a JSON pointer.
 void validate(const Topology& topology);

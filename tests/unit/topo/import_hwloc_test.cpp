@@ -18,6 +18,7 @@
 #include "gpuops/topo/hwloc_handle.hpp"
 #include "gpuops/topo/import_hwloc.hpp"
 #include "gpuops/topo/link_defaults.hpp"
+#include "gpuops/topo/routing.hpp"
 
 #include "support/topology_helpers.hpp"
 
@@ -152,7 +153,7 @@ TEST_CASE("GPUs, NICs and other PCI functions are told apart", "[import_hwloc]")
     const Device& nic = by_bus_id(topo, "0000:1a:00.0");  // written "1A" in the file
     CHECK(nic.kind == DeviceKind::nic);
     CHECK(nic.rdma);
-    CHECK(nic.interfaces == std::vector<std::string>{"ibp26s0", "mlx5_0"});
+    CHECK(nic.interfaces == std::vector<std::string>{"mlx5_0", "ibp26s0"});  // the RDMA device first, as nvidia-smi
     CHECK(nic.model == "MT2910 Family [ConnectX-7]");
 
     const Device& bmc = by_bus_id(topo, "0000:9a:00.0");
@@ -197,6 +198,53 @@ TEST_CASE("packages become sockets with NUMA node, cpuset, cores and memory", "[
     CHECK(upi->source.find("Sapphire Rapids") != std::string::npos);
 }
 
+TEST_CASE("with several NUMA nodes per package, I/O takes the NUMA node of its group", "[import_hwloc]") {
+    std::vector<std::string> warnings;
+    const Topology topo = import_hwloc_xml(fixture("snc-2numa.xml"), warnings);
+    CHECK(warnings.empty());
+
+    // One package, so one socket: the model keeps the package as the tree parent.
+    REQUIRE(count(topo, DeviceKind::socket) == 1);
+    const Device& socket = by_name(topo, "socket0");
+    CHECK(socket.numa_node == 0);
+    CHECK(socket.cpuset == "0-3");
+    CHECK(by_name(topo, "mem0").memory_bytes == 2 * 68719476736ULL);
+
+    const Device& gpu0 = by_bus_id(topo, "0000:10:00.0");
+    const Device& gpu1 = by_bus_id(topo, "0000:20:00.0");
+    CHECK(gpu0.name == "gpu0");
+    CHECK(gpu1.name == "gpu1");
+    CHECK(socket_of(topo, gpu0.id).id == socket.id);
+    CHECK(socket_of(topo, gpu1.id).id == socket.id);
+    CHECK(gpu0.numa_node == 0);
+    CHECK(gpu1.numa_node == 1);  // lstopo puts 20:00.0 in the group of NUMANode P#1
+    REQUIRE(topo.device(gpu0.parent).kind == DeviceKind::root_complex);
+    REQUIRE(topo.device(gpu1.parent).kind == DeviceKind::root_complex);
+    CHECK(topo.device(gpu0.parent).numa_node == 0);
+    CHECK(topo.device(gpu1.parent).numa_node == 1);
+
+    // A switch and everything below it share their root complex's NUMA node.
+    REQUIRE(count(topo, DeviceKind::pcie_switch) == 1);
+    const Device& sw = topo.device(topo.devices_of(DeviceKind::pcie_switch).at(0));
+    CHECK(sw.pci_bus_id == "0000:30:00.0");
+    CHECK(topo.device(sw.parent).numa_node == 1);
+    CHECK(sw.numa_node == 1);
+    const Device& nic = by_bus_id(topo, "0000:32:00.0");
+    CHECK(nic.parent == sw.id);
+    CHECK(nic.numa_node == 1);
+    CHECK(by_bus_id(topo, "0000:33:00.0").numa_node == 1);
+
+    // nvidia-smi words: different sub-NUMA clusters are SYS, host bridges of one NUMA node NODE.
+    const Router router(topo);
+    CHECK(router.relation(gpu0.id, gpu1.id) == Relation::sys);
+    CHECK(router.relation(gpu1.id, nic.id) == Relation::node);
+
+    // OpenFabrics devices come first, then the others, each group in hwloc's order.
+    CHECK(nic.kind == DeviceKind::nic);
+    CHECK(nic.rdma);
+    CHECK(nic.interfaces == std::vector<std::string>{"mlx4_0", "ib0", "ib1"});
+}
+
 TEST_CASE("hwloc 1.x XML with GPUs directly below the host bridges", "[import_hwloc]") {
     std::vector<std::string> warnings;
     const Topology topo = import_hwloc_xml(fixture("flat-v1.xml"), warnings);
@@ -229,7 +277,7 @@ TEST_CASE("hwloc 1.x XML with GPUs directly below the host bridges", "[import_hw
     const Device& cx3 = by_bus_id(topo, "0000:00:05.0");
     CHECK(cx3.kind == DeviceKind::nic);  // class 0c06, "InfiniBand serial bus"
     CHECK(cx3.rdma);
-    CHECK(cx3.interfaces == std::vector<std::string>{"ib0", "mlx4_0"});
+    CHECK(cx3.interfaces == std::vector<std::string>{"mlx4_0", "ib0"});
 
     // hwloc turns 1.x NUMA nodes above the sockets into memory of each package.
     const Device& s0 = by_name(topo, "socket0");

@@ -1,6 +1,8 @@
 // The topology model around the importers: presets, the JSON document, validation, calibration, renderers.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "gpuops/core/error.hpp"
 #include "gpuops/topo/builder.hpp"
 #include "gpuops/topo/link_overrides.hpp"
@@ -110,8 +112,18 @@ TEST_CASE("structural errors carry the JSON pointer of the culprit", "[topology-
     doc["devices"][2]["id"] = 5;
     CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/2/id) expected an integer in [2, 2], got 5");
     doc = minimal_doc();
-    doc["devices"][0]["parent"] = 2;
-    CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/0/parent) the parent chain forms a cycle");
+    doc["devices"][0]["parent"] = 1;
+    CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/0/parent) a socket has no parent");
+    doc = minimal_doc();
+    doc["devices"][2]["parent"] = 2;
+    CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/2/parent) a gpu cannot be the parent of a gpu");
+    doc = minimal_doc();
+    doc["nodes"].push_back({{"index", 1}, {"hostname", "n1"}});
+    CHECK_THROWS_WITH(topology_from_json(doc), "(/nodes/1/hostname) host name 'n1' appears twice");
+    doc = minimal_doc();
+    doc["nodes"][0]["hostname"] = "bad host";
+    CHECK_THROWS_WITH(topology_from_json(doc),
+                      "(/nodes/0/hostname) host name 'bad host' contains whitespace or control characters");
     doc = minimal_doc();
     doc["links"].erase(1);
     CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/2/parent) no link joins 'gpu0' to its parent");
@@ -124,6 +136,48 @@ TEST_CASE("structural errors carry the JSON pointer of the culprit", "[topology-
     doc = minimal_doc();
     doc["nodes"] = Json::array();
     CHECK_THROWS_WITH(topology_from_json(doc), "(/nodes) a topology needs at least one node");
+}
+
+TEST_CASE("cycles and absurd depths are data errors, found in linear time", "[topology-json]") {
+    // Two switches that are each other's parent, each joined to the other by a link.
+    Json doc = minimal_doc();
+    doc["devices"].push_back(Json::parse(R"({"id": 3, "kind": "pcie_switch", "node": 0, "name": "sw0", "parent": 4})"));
+    doc["devices"].push_back(Json::parse(R"({"id": 4, "kind": "pcie_switch", "node": 0, "name": "sw1", "parent": 3})"));
+    doc["links"].push_back(
+        Json::parse(R"({"id": 2, "kind": "pcie", "a": 3, "b": 4, "bandwidth_gbytes_per_s": 1, "latency_us": 0})"));
+    doc["links"].push_back(
+        Json::parse(R"({"id": 3, "kind": "pcie", "a": 4, "b": 3, "bandwidth_gbytes_per_s": 1, "latency_us": 0})"));
+    CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/3/parent) the parent chain forms a cycle");
+
+    // A chain of switches deeper than any real PCIe tree.
+    doc = minimal_doc();
+    DeviceId parent = 1;
+    for (int i = 0; i < 200; ++i) {
+        const auto id = static_cast<DeviceId>(doc["devices"].size());
+        doc["devices"].push_back(
+            {{"id", id}, {"kind", "pcie_switch"}, {"node", 0}, {"name", fmt::format("sw{}", i)}, {"parent", parent}});
+        doc["links"].push_back({{"id", doc["links"].size()},
+                                {"kind", "pcie"},
+                                {"a", id},
+                                {"b", parent},
+                                {"bandwidth_gbytes_per_s", 1},
+                                {"latency_us", 0}});
+        parent = id;
+    }
+    CHECK_THROWS_WITH(topology_from_json(doc), Catch::Matchers::EndsWith("the device tree is deeper than 64 levels"));
+}
+
+TEST_CASE("numbers survive a write/read cycle, tiny and huge alike", "[topology-json]") {
+    auto t = build_preset("pcie-4gpu-direct");
+    t.links[0].bandwidth = 1.0;     // 1e-9 GB/s: must not round to zero
+    t.links[1].bandwidth = 4.2e15;  // 4.2 PB/s
+    const Topology back = topology_from_json(to_json(t, "test"));
+    CHECK(back.links[0].bandwidth == Approx(1.0));
+    CHECK(back.links[1].bandwidth == Approx(4.2e15));
+    Json doc = to_json(t, "test");
+    doc["links"][0]["bandwidth_gbytes_per_s"] = 1e308;  // overflows to infinity once scaled to bytes/s
+    CHECK_THROWS_WITH(topology_from_json(doc),
+                      "(/links/0/bandwidth_gbytes_per_s) expected a positive, finite bandwidth");
 }
 
 TEST_CASE("calibration rules: later rules win, unmatched rules warn", "[links]") {
