@@ -4,9 +4,9 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 APT_PACKAGES = cmake g++ make pkg-config libhwloc-dev hwloc libopenmpi-dev openmpi-bin libcli11-dev \
-               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libbenchmark-dev groff-base clang-format git
+               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libbenchmark-dev groff-base clang-format clang-tidy git
 
-.PHONY: all deps configure build demo check bench clean format
+.PHONY: all deps configure build demo check bench lint clean format
 
 all: build
 
@@ -37,6 +37,11 @@ check: build
 
 bench: build
 	@sh tests/perf/report.sh $(BUILD_DIR)
+
+# clang-tidy over the library and the tools (.clang-tidy), every warning an error; CI runs it after check.
+lint: build
+	@git ls-files 'lib/*.cpp' 'tools/*.cpp' | xargs -P$(JOBS) -n4 clang-tidy -p $(BUILD_DIR) --quiet --warnings-as-errors='*' 2>/dev/null \
+	  && echo "clang-tidy: no warnings"
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs clang-format -i

@@ -70,7 +70,7 @@ double nanoseconds_per(const View& time_unit) {
     if (unit == "us") return 1e3;
     if (unit == "ms") return 1e6;
     if (unit == "s") return 1e9;
-    throw time_unit.error(fmt::format("unknown time unit {}", gpuops::quoted(unit)));
+    throw time_unit.error(fmt::format("unknown time unit {}", gpuops::quote(unit)));
 }
 
 /// A JSON document that bench_topo stored as a string in the context stanza; `fallback` when absent.

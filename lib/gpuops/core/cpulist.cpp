@@ -30,7 +30,7 @@ std::vector<int> parse(std::string_view text) {
     constexpr std::size_t max_entries = 1U << 20;
     std::vector<int> out;
     auto fail = [&](std::string_view why) {
-        return DataError(fmt::format("invalid CPU list {} ({})", quoted(text), why));
+        return DataError(fmt::format("invalid CPU list {} ({})", quote(text), why));
     };
     auto number = [&](std::string_view s) {
         int v = 0;

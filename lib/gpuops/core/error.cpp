@@ -9,7 +9,7 @@ namespace {
 std::string render(const std::string& reason, const DataLocation& where) {
     std::string out;
     if (!where.file.empty()) {
-        out += quoted(where.file);
+        out += quote(where.file);
         if (where.line > 0) out += " line " + std::to_string(where.line);
         out += ": ";
     } else if (where.line > 0) {
@@ -37,7 +37,7 @@ DataError DataError::under_pointer(std::string_view prefix) const {
     return DataError(reason_, std::move(where));
 }
 
-std::string quoted(std::string_view subject) {
+std::string quote(std::string_view subject) {
     std::string out;
     out.reserve(subject.size() + 2);
     out += '\'';

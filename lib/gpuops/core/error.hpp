@@ -86,10 +86,8 @@ public:
     explicit TimeoutError(const std::string& message) : Error(ExitCode::temporary, message) {}
 };
 
-/// Quote a subject the way every gpuops message does: 'subject'.
-/// (The std::string and const char* overloads win over std::quoted, which ADL would otherwise pick.)
-[[nodiscard]] std::string quoted(std::string_view subject);
-[[nodiscard]] inline std::string quoted(const std::string& subject) { return quoted(std::string_view(subject)); }
-[[nodiscard]] inline std::string quoted(const char* subject) { return quoted(std::string_view(subject)); }
+/// Quote a subject the way every gpuops message does: 'subject'. (Not named `quoted`: argument-dependent
+/// lookup would pick std::quoted for std::string arguments.)
+[[nodiscard]] std::string quote(std::string_view subject);
 
 }  // namespace gpuops

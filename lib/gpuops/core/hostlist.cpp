@@ -33,7 +33,7 @@ std::string shown(std::string_view expr) {
 }
 
 [[noreturn]] void fail(std::string_view expr, std::string_view detail) {
-    throw DataError(fmt::format("invalid hostlist {} ({})", quoted(shown(expr)), detail));
+    throw DataError(fmt::format("invalid hostlist {} ({})", quote(shown(expr)), detail));
 }
 
 /// lo..hi inclusive, printed zero-padded to `width` digits.
@@ -316,7 +316,7 @@ std::string compress(std::span<const std::string> hosts) {
         if (!fits_hostlist(host))
             throw DataError(fmt::format("invalid host name {} (a hostlist name must be non-empty and free of "
                                         "brackets, commas and whitespace)",
-                                        quoted(shown(host))));
+                                        quote(shown(host))));
         std::size_t split = host.size();
         while (split > 0 && is_digit(host[split - 1]))
             --split;

@@ -69,18 +69,18 @@ std::string read_text(std::string_view path) {
     }
     std::error_code ec;
     if (std::filesystem::is_directory(std::filesystem::path(path), ec)) {
-        throw IoError(fmt::format("cannot read {}: Is a directory", quoted(path)));
+        throw IoError(fmt::format("cannot read {}: Is a directory", quote(path)));
     }
     std::ifstream in{std::string(path), std::ios::binary};
     if (!in) {
         const int err = errno;
-        const std::string message = fmt::format("cannot open {}: {}", quoted(path), std::strerror(err));
+        const std::string message = fmt::format("cannot open {}: {}", quote(path), std::strerror(err));
         if (err == ENOENT || err == ENOTDIR) throw InputMissingError(message);
         throw IoError(message);
     }
     std::ostringstream buffer;
     buffer << in.rdbuf();
-    if (in.bad()) throw IoError(fmt::format("cannot read {}", quoted(path)));
+    if (in.bad()) throw IoError(fmt::format("cannot read {}", quote(path)));
     return buffer.str();
 }
 
@@ -114,7 +114,7 @@ std::vector<Json> parse_lines(std::istream& in, std::string_view source) {
             throw DataError(std::string("invalid JSON: ") + exception_reason(e), {std::string(source), {}, number});
         }
     }
-    if (in.bad()) throw IoError(fmt::format("cannot read {}", quoted(source)));
+    if (in.bad()) throw IoError(fmt::format("cannot read {}", quote(source)));
     return records;
 }
 
@@ -136,15 +136,15 @@ int check_header(const Json& doc, std::string_view schema, int max_version) {
     if (!doc.is_object())
         throw root.error(fmt::format("expected a {} document (a JSON object), got {}", schema, type_name(doc)));
     const auto found = root.find("schema");
-    if (!found) throw root.error(fmt::format("missing 'schema' field; expected a {} document", quoted(schema)));
+    if (!found) throw root.error(fmt::format("missing 'schema' field; expected a {} document", quote(schema)));
     const std::string actual = found->as_string();
     if (actual != schema) {
-        throw found->error(fmt::format("expected a {} document, got {}", quoted(schema), quoted(actual)));
+        throw found->error(fmt::format("expected a {} document, got {}", quote(schema), quote(actual)));
     }
     const View version = root.at("schema_version");
     const auto major = static_cast<int>(version.as_int(1, std::numeric_limits<int>::max()));
     if (major > max_version) {
-        throw version.error(fmt::format("unsupported {} schema_version {} (this build reads up to {})", quoted(schema),
+        throw version.error(fmt::format("unsupported {} schema_version {} (this build reads up to {})", quote(schema),
                                         major, max_version));
     }
     return major;

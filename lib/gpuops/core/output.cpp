@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 
@@ -48,22 +49,19 @@ Output::Output(std::string path) : path_(std::move(path)) {
     // the device node with a regular file. A symlink is followed, so the link survives the rename.
     struct stat st {};
     if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-        if (S_ISDIR(st.st_mode)) throw IoError(fmt::format("cannot write {}: Is a directory", quoted(path_)));
+        if (S_ISDIR(st.st_mode)) throw IoError(fmt::format("cannot write {}: Is a directory", quote(path_)));
         file_.open(path_, std::ios::binary);
-        if (!file_) throw IoError(fmt::format("cannot write {}: {}", quoted(path_), std::strerror(errno)));
+        if (!file_) throw IoError(fmt::format("cannot write {}: {}", quote(path_), std::strerror(errno)));
         direct_ = true;
         return;
     }
-    if (char* real = ::realpath(path_.c_str(), nullptr); real != nullptr) {
-        target_ = real;
-        std::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
-    } else {
-        target_ = path_;
-    }
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(path_, ec);  // an existing file, symlinks resolved
+    target_ = ec ? path_ : real.string();
     std::string pattern = target_ + ".tmp.XXXXXX";
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) {
-        throw IoError(fmt::format("cannot create {}: {}", quoted(path_), std::strerror(errno)));
+        throw IoError(fmt::format("cannot create {}: {}", quote(path_), std::strerror(errno)));
     }
     // mkstemp creates 0600; give the final file the mode a plain create would (0666 less the umask).
     const mode_t mask = ::umask(0);
@@ -76,7 +74,7 @@ Output::Output(std::string path) : path_(std::move(path)) {
     if (!file_) {
         ::unlink(temp_path_.c_str());
         unregister_temp(temp_path_);
-        throw IoError(fmt::format("cannot write {}", quoted(path_)));
+        throw IoError(fmt::format("cannot write {}", quote(path_)));
     }
 }
 
@@ -112,13 +110,13 @@ void Output::commit() {
     file_.flush();
     const bool ok = static_cast<bool>(file_);
     file_.close();
-    if (!ok || file_.fail()) throw IoError(fmt::format("cannot write {}", quoted(path_)));
+    if (!ok || file_.fail()) throw IoError(fmt::format("cannot write {}", quote(path_)));
     if (direct_) {
         committed_ = true;
         return;
     }
     if (std::rename(temp_path_.c_str(), target_.c_str()) != 0) {
-        throw IoError(fmt::format("cannot write {}: {}", quoted(path_), std::strerror(errno)));
+        throw IoError(fmt::format("cannot write {}: {}", quote(path_), std::strerror(errno)));
     }
     unregister_temp(temp_path_);
     temp_path_.clear();

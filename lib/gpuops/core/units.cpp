@@ -40,7 +40,7 @@ bool take_prefix(std::string_view& rest, std::string_view prefix) {
 }
 
 [[noreturn]] void fail(std::string_view what, std::string_view text, std::string_view detail) {
-    throw DataError(fmt::format("invalid {} {} ({})", what, quoted(text), detail));
+    throw DataError(fmt::format("invalid {} {} ({})", what, quote(text), detail));
 }
 
 /// A non-negative decimal as typed: digits, then optionally '.' and more digits. No sign, no exponent.

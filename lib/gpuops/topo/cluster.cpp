@@ -16,7 +16,7 @@ FabricSpec parse_fabric(std::string_view text) {
     if (spec.kind != "nonblocking" && spec.kind != "rail" && spec.kind != "rail-only") {
         throw UsageError(fmt::format("--fabric: unknown fabric {} (expected nonblocking, rail or rail-only, "
                                      "e.g. nonblocking:400Gb/s)",
-                                     quoted(spec.kind)));
+                                     quote(spec.kind)));
     }
     if (colon != std::string_view::npos) {
         try {
@@ -53,7 +53,7 @@ Topology compose_cluster(const Topology& node, int count, const FabricSpec& fabr
     if (!rdma.empty()) node_nics = rdma;
     if (node_nics.empty() && count > 1) {
         throw DataError(
-            fmt::format("cannot build a cluster: the node topology ({}) has no NIC", quoted(node.source.name)));
+            fmt::format("cannot build a cluster: the node topology ({}) has no NIC", quote(node.source.name)));
     }
 
     Topology t;
@@ -87,7 +87,7 @@ Topology compose_cluster(const Topology& node, int count, const FabricSpec& fabr
     for (DeviceId nic : node_nics) {
         if (port_speed(nic) <= 0) {
             throw UsageError(fmt::format("--fabric: {} has no known port speed; give one, e.g. {}:400Gb/s",
-                                         quoted(node.device(nic).name), fabric.kind));
+                                         quote(node.device(nic).name), fabric.kind));
         }
     }
     auto add_switch = [&](std::string name) {

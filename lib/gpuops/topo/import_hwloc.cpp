@@ -90,7 +90,7 @@ void check_hwloc_xml_text(const std::string& text, const std::string& file) {
         const auto major = leading_int(version);
         if (!major || *major > 2) {
             throw DataError(
-                fmt::format("unsupported hwloc XML version {} (hwloc 2.9 reads 1.x and 2.x)", quoted(version)),
+                fmt::format("unsupported hwloc XML version {} (hwloc 2.9 reads 1.x and 2.x)", quote(version)),
                 {file, "", line});
         }
     }
@@ -587,7 +587,7 @@ Topology import_hwloc_xml(std::string_view path, std::vector<std::string>& warni
     Topology topology =
         import_loaded(hwloc, Source{"hwloc-xml", file}, info(hwloc.root(), "HostName"), false, warnings);
     if (topology.devices_of(DeviceKind::gpu).empty())
-        warnings.push_back(fmt::format("no GPU found in {}", quoted(file)));
+        warnings.push_back(fmt::format("no GPU found in {}", quote(file)));
     return topology;
 }
 

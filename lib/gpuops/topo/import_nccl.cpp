@@ -160,7 +160,7 @@ public:
 
     void append_to(std::string_view file, std::vector<std::string>& out) const {
         for (const auto& e : entries_) {
-            std::string message = fmt::format("{} line {}: {}", gpuops::quoted(file), e.line, e.text);
+            std::string message = fmt::format("{} line {}: {}", gpuops::quote(file), e.line, e.text);
             if (e.count > 1) message += fmt::format(" (and {} more like it)", e.count - 1);
             out.push_back(std::move(message));
         }
@@ -185,10 +185,10 @@ public:
         const char* version = system.Attribute("version");
         if (!version) {
             warnings.push_back(fmt::format("{} line {}: <system> has no version attribute; read as version 1",
-                                           gpuops::quoted(file_), system.GetLineNum()));
+                                           gpuops::quote(file_), system.GetLineNum()));
         } else if (trim(version) != "1") {
             warnings.push_back(fmt::format("{} line {}: NCCL topology version {} is not supported; read as version 1",
-                                           gpuops::quoted(file_), system.GetLineNum(), gpuops::quoted(version)));
+                                           gpuops::quote(file_), system.GetLineNum(), gpuops::quote(version)));
         }
         for (const XMLElement* child = system.FirstChildElement(); child; child = child->NextSiblingElement()) {
             const std::string_view name = child->Name();
@@ -206,7 +206,7 @@ public:
     void finish(std::vector<std::string>& warnings) const {
         notes_.append_to(file_, warnings);
         if (!topo_.devices_of(DeviceKind::gpu).empty()) return;
-        std::string message = fmt::format("no GPU identified in {}", gpuops::quoted(file_));
+        std::string message = fmt::format("no GPU identified in {}", gpuops::quote(file_));
         if (unclassified_ > 0)
             message += fmt::format(" (the file lists {} PCI device{} without a class)", unclassified_,
                                    unclassified_ == 1 ? "" : "s");
@@ -235,7 +235,7 @@ private:
         if (!text || text->empty()) return std::nullopt;
         const auto value = parse_integer(*text, 10);
         if (!value || *value < std::numeric_limits<int>::min() || *value > std::numeric_limits<int>::max())
-            fail(element, fmt::format("malformed {} {} (expected an integer)", name, gpuops::quoted(*text)));
+            fail(element, fmt::format("malformed {} {} (expected an integer)", name, gpuops::quote(*text)));
         return static_cast<int>(*value);
     }
 
@@ -248,7 +248,7 @@ private:
         const auto value = digits.size() <= 8 ? parse_integer(digits, 16) : std::nullopt;
         if (!value || *value < 0 || *value > std::numeric_limits<int>::max())
             fail(element,
-                 fmt::format("malformed {} {} (expected a hex number such as 0x10de)", name, gpuops::quoted(*text)));
+                 fmt::format("malformed {} {} (expected a hex number such as 0x10de)", name, gpuops::quote(*text)));
         return static_cast<int>(*value);
     }
 
@@ -258,7 +258,7 @@ private:
         double value = 0;
         const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
         if (ec != std::errc{} || end != text->data() + text->size() || !std::isfinite(value))
-            fail(element, fmt::format("malformed {} {} (expected a number)", name, gpuops::quoted(*text)));
+            fail(element, fmt::format("malformed {} {} (expected a number)", name, gpuops::quote(*text)));
         return value;
     }
 
@@ -270,7 +270,7 @@ private:
             if (!list)
                 fail(cpu, fmt::format("malformed affinity {} (expected comma-separated 32-bit hex groups such as "
                                       "000000ff,ffff0000)",
-                                      gpuops::quoted(*mask)));
+                                      gpuops::quote(*mask)));
             if (!list->empty()) spec.cpuset = std::move(*list);
         }
         spec.cpu.vendor = std::string(text_attr(cpu, "vendor").value_or(""));
@@ -302,7 +302,7 @@ private:
             const auto value = parse_integer(*text, 10);
             if (!value || *value < 0 || *value > 64)
                 fail(pci,
-                     fmt::format("malformed link_width {} (expected a lane count such as 16)", gpuops::quoted(*text)));
+                     fmt::format("malformed link_width {} (expected a lane count such as 16)", gpuops::quote(*text)));
             width = static_cast<int>(*value);
         }
         const std::string speed(text_attr(pci, "link_speed").value_or(""));
@@ -315,7 +315,7 @@ private:
             if (width > 0) notes_.add(fmt::format("unsupported link_width {}; width unknown", width), pci.GetLineNum());
             return LinkSpec{.pcie = link, .line_rate = std::nullopt, .origin = std::string(link_origin)};
         }
-        notes_.add(fmt::format("unrecognised link_speed {}; PCIe Gen4 x16 assumed", gpuops::quoted(speed)),
+        notes_.add(fmt::format("unrecognised link_speed {}; PCIe Gen4 x16 assumed", gpuops::quote(speed)),
                    pci.GetLineNum());
         return {};
     }
@@ -325,13 +325,13 @@ private:
         bool fake = false;
         if (const auto text = text_attr(pci, "busid"); text && !text->empty()) {
             auto bus = normalize_bus_id(*text);
-            if (!bus) fail(pci, fmt::format("malformed PCI bus id {}", gpuops::quoted(*text)));
+            if (!bus) fail(pci, fmt::format("malformed PCI bus id {}", gpuops::quote(*text)));
             fake = is_fake_bus_id(*bus);
             if (!fake) {
                 const auto [seen, inserted] = bus_lines_.try_emplace(*bus, pci.GetLineNum());
                 if (!inserted)
                     fail(pci,
-                         fmt::format("duplicate PCI bus id {} (first at line {})", gpuops::quoted(*bus), seen->second));
+                         fmt::format("duplicate PCI bus id {} (first at line {})", gpuops::quote(*bus), seen->second));
             }
             spec.bus_id = std::move(bus);
         }
@@ -482,7 +482,7 @@ Topology import_nccl_xml_text(std::string_view text, std::string_view source_nam
     if (!root) throw DataError("not an NCCL topology file (no root element)", {file, "", 0});
     const std::string_view root_name = root->Name();
     if (root_name != "system") {
-        std::string reason = fmt::format("not an NCCL topology file (root element is {})", gpuops::quoted(root_name));
+        std::string reason = fmt::format("not an NCCL topology file (root element is {})", gpuops::quote(root_name));
         if (root_name == "topology") reason += "; use --xml for hwloc XML";
         throw DataError(std::move(reason), {file, "", root->GetLineNum()});
     }

@@ -8,7 +8,7 @@
 namespace gpuops::topo::defaults {
 namespace {
 
-constexpr double GB = 1e9;
+constexpr double bytes_per_gb = 1e9;
 // Per-hop latencies [ours]: a GPU-switch-GPU P2P path (2 PCIe hops + switch) measures 0.36-0.45 us
 // (rtx6kpro pcie-bandwidth.md), so ~0.2 us per PCIe hop; a socket hop adds ~0.1 us (NUMA distance 10→21).
 constexpr double pcie_latency_us = 0.2;
@@ -45,7 +45,8 @@ Value socket_interconnect(const Cpu& cpu) {
     // NCCL src/graph/topo.h: SKL_QPI_BW 10, SRP_QPI_BW 22, ERP_QPI_BW 40, AMD_BW 16, AMD_ZEN34_BW 24,
     // AMD_ZEN5_BW 32, P9_BW 32, ARM_BW 6 (GB/s); QPI_BW 6 for older Intel.
     auto value = [](double gbs, std::string_view what) {
-        return Value{gbs * GB, socket_latency_us, fmt::format("default: {} {} GB/s (NCCL topo.h)", what, gbs)};
+        return Value{gbs * bytes_per_gb, socket_latency_us,
+                     fmt::format("default: {} {} GB/s (NCCL topo.h)", what, gbs)};
     };
     const bool intel = cpu.vendor == "GenuineIntel" || cpu.model_name.find("Intel") != std::string::npos;
     const bool amd = cpu.vendor == "AuthenticAMD" || cpu.model_name.find("AMD") != std::string::npos;
@@ -71,12 +72,12 @@ Value socket_interconnect(const Cpu& cpu) {
 
 Value memory() {
     return {
-        100 * GB, memory_latency_us,
+        100 * bytes_per_gb, memory_latency_us,
         "default: 100 GB/s host memory per socket [ours: conservative STREAM figure for 8-channel DDR4; calibrate]"};
 }
 
 Value host(double sum_of_root_ports) {
-    const double bw = std::max(sum_of_root_ports, 25 * GB);
+    const double bw = std::max(sum_of_root_ports, 25 * bytes_per_gb);
     return {bw, host_latency_us, "default: CPU fabric not narrower than the root ports below it [ours]"};
 }
 

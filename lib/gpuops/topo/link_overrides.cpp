@@ -18,7 +18,7 @@ std::vector<LinkRule> parse_link_rules(const json_io::Json& doc) {
         r.pointer = v.pointer();
         if (auto k = v.find("kind")) {
             r.kind = link_kind_from_string(k->as_string());
-            if (!r.kind) throw k->error(fmt::format("unknown link kind {}", quoted(k->as_string())));
+            if (!r.kind) throw k->error(fmt::format("unknown link kind {}", quote(k->as_string())));
         }
         if (auto g = v.find("gen")) r.gen = static_cast<int>(g->as_int(1, 7));
         if (auto w = v.find("width")) r.width = static_cast<int>(w->as_int(1, 32));
@@ -43,8 +43,7 @@ std::vector<LinkRule> parse_link_rules(const json_io::Json& doc) {
 
 std::vector<std::string> apply_link_rules(Topology& t, const std::vector<LinkRule>& rules, std::string_view origin) {
     std::vector<std::string> warnings;
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-        const LinkRule& r = rules[i];
+    for (const LinkRule& r : rules) {
         int matched = 0;
         for (auto& l : t.links) {
             if (r.kind && l.kind != *r.kind) continue;
@@ -64,7 +63,7 @@ std::vector<std::string> apply_link_rules(Topology& t, const std::vector<LinkRul
             ++matched;
         }
         if (matched == 0)
-            warnings.push_back(fmt::format("{}: ({}) the rule matches no link", quoted(origin), r.pointer));
+            warnings.push_back(fmt::format("{}: ({}) the rule matches no link", quote(origin), r.pointer));
     }
     return warnings;
 }

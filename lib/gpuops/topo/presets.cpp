@@ -31,7 +31,7 @@ std::optional<int> hex_field(const View& v, std::string_view key) {
         if (used == text.size() && value >= 0 && value <= 0xffff) return value;
     } catch (const std::exception&) {
     }
-    throw f->error(fmt::format("expected a hex id such as '0x10de', got {}", quoted(text)));
+    throw f->error(fmt::format("expected a hex id such as '0x10de', got {}", quote(text)));
 }
 
 /// Sequential synthetic bus numbers, so every device of a preset has a plausible, unique PCI address.
@@ -50,7 +50,7 @@ void add_devices(Builder& b, DeviceId parent, const View& list, BusCounter& bus)
         if (!kind || (*kind != DeviceKind::pcie_switch && *kind != DeviceKind::gpu && *kind != DeviceKind::nic &&
                       *kind != DeviceKind::pci_device)) {
             throw kind_v.error(
-                fmt::format("expected pcie_switch, gpu, nic or pci_device, got {}", quoted(kind_v.as_string())));
+                fmt::format("expected pcie_switch, gpu, nic or pci_device, got {}", quote(kind_v.as_string())));
         }
         LinkSpec link;
         link.origin = "preset";
@@ -174,7 +174,7 @@ std::string render_preset_list(std::string_view format, bool verbose, bool compa
         doc["presets"] = list;
         return json_io::dump(doc, !compact);
     }
-    if (format != "text") throw UsageError(fmt::format("--list-presets prints text or json, not {}", quoted(format)));
+    if (format != "text") throw UsageError(fmt::format("--list-presets prints text or json, not {}", quote(format)));
     std::string out;
     for (const auto& p : presets) {
         out += fmt::format("{:<20} {}\n", p.name, p.description);
@@ -191,7 +191,7 @@ Topology build_preset(std::string_view name) {
         if (file.name == name) return build_from_spec(json_io::parse_document(file.text, file.name), name);
         known.emplace_back(file.name);
     }
-    throw UsageError(fmt::format("unknown preset {} (known: {})", quoted(name), fmt::join(known, ", ")));
+    throw UsageError(fmt::format("unknown preset {} (known: {})", quote(name), fmt::join(known, ", ")));
 }
 
 }  // namespace gpuops::topo

@@ -73,7 +73,7 @@ ProbeResult probe(const ProbeOptions& o) {
         }
         std::set<std::string_view> seen;
         for (const auto& h : hostnames) {
-            if (!seen.insert(h).second) throw UsageError(fmt::format("--hosts: {} appears twice", quoted(h)));
+            if (!seen.insert(h).second) throw UsageError(fmt::format("--hosts: {} appears twice", quote(h)));
         }
         if (o.nodes && static_cast<std::size_t>(*o.nodes) != hostnames.size()) {
             throw UsageError(fmt::format("--hosts names {} hosts but --nodes is {}", hostnames.size(), *o.nodes));
@@ -116,7 +116,7 @@ std::string render(const Topology& t, std::string_view format, bool compact, std
     if (format == "text") return render_text(t);
     if (format == "dot") return render_dot(t);
     if (format == "gres-conf") return render_gres_conf(t, fmt::format("{} {}", tool, version()));
-    throw UsageError(fmt::format("unknown format {}", quoted(format)));
+    throw UsageError(fmt::format("unknown format {}", quote(format)));
 }
 
 }  // namespace gpuops::topo

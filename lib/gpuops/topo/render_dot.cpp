@@ -63,8 +63,9 @@ std::string render_dot(const Topology& t) {
         }
     }
     for (const auto& l : t.links) {
-        std::string label = units::format_bandwidth(l.bandwidth);
-        if (l.pcie) label = units::format_pcie_link(*l.pcie) + "\\n" + label;
+        const std::string label =
+            l.pcie ? fmt::format("{}\\n{}", units::format_pcie_link(*l.pcie), units::format_bandwidth(l.bandwidth))
+                   : units::format_bandwidth(l.bandwidth);
         const char* style = l.kind == LinkKind::socket_interconnect ? ", style=bold"
                             : l.kind == LinkKind::network           ? ", style=dashed"
                                                                     : "";

@@ -71,8 +71,8 @@ void tree(const View& v, DeviceId root, std::ostringstream& out) {
         stack.pop_back();
         out << std::string(2 + depth * 2, ' ') << describe(v, v.t.devices[id]) << '\n';
         const auto& kids = v.children[id];
-        for (auto it = kids.rbegin(); it != kids.rend(); ++it)
-            stack.emplace_back(*it, depth + 1);
+        for (std::size_t i = kids.size(); i-- > 0;)
+            stack.emplace_back(kids[i], depth + 1);  // first child on top
     }
 }
 

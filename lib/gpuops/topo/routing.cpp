@@ -73,8 +73,8 @@ Router::Router(const Topology& topology)
             x = topo_.devices[x].parent;
         }
         int depth = x == no_device ? -1 : depth_[x];
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it)
-            depth_[*it] = ++depth;
+        for (std::size_t i = chain.size(); i-- > 0;)
+            depth_[chain[i]] = ++depth;  // from the known end down
     }
     for (auto& nics : nics_by_node_) {
         std::stable_partition(nics.begin(), nics.end(), [&](DeviceId n) { return topo_.devices[n].rdma; });
@@ -142,12 +142,12 @@ void Router::tree_path(DeviceId src, DeviceId dst, std::vector<EdgeId>& edges) c
     if (lca == no_device) {
         if (topo_.devices[top_src].kind != DeviceKind::socket || topo_.devices[top_dst].kind != DeviceKind::socket) {
             throw DataError(
-                fmt::format("{} and {} are not connected", quoted(topo_.label(src)), quoted(topo_.label(dst))));
+                fmt::format("{} and {} are not connected", quote(topo_.label(src)), quote(topo_.label(dst))));
         }
         const auto crossing = side_path(top_src, top_dst, LinkKind::socket_interconnect);
         if (!crossing) {
-            throw DataError(fmt::format("no socket interconnect joins {} and {}", quoted(topo_.label(top_src)),
-                                        quoted(topo_.label(top_dst))));
+            throw DataError(fmt::format("no socket interconnect joins {} and {}", quote(topo_.label(top_src)),
+                                        quote(topo_.label(top_dst))));
         }
         edges.insert(edges.end(), crossing->begin(), crossing->end());
     }
@@ -187,7 +187,7 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
     if (!src_port || !dst_port) {
         throw DataError(
             fmt::format("{} and {} are in different nodes and no fabric joins them (use --nodes N --fabric)",
-                        quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
+                        quote(topo_.label(src_nic)), quote(topo_.label(dst_nic))));
     }
     const Link& sp = topo_.links[*src_port];
     const Link& dp = topo_.links[*dst_port];
@@ -199,7 +199,7 @@ void Router::fabric_path(DeviceId src_nic, DeviceId dst_nic, std::vector<EdgeId>
         if (!between) {
             throw DataError(fmt::format("the fabric has no path from {} to {} (a rail-only fabric joins only NICs of "
                                         "the same rail)",
-                                        quoted(topo_.label(src_nic)), quoted(topo_.label(dst_nic))));
+                                        quote(topo_.label(src_nic)), quote(topo_.label(dst_nic))));
         }
         edges.insert(edges.end(), between->begin(), between->end());
     }
@@ -244,8 +244,8 @@ Path Router::inter_node(DeviceId src, DeviceId dst, DeviceId src_nic, PathKind k
     const auto dst_nic = fabric_nic_towards(dst, src_nic);
     if (!dst_nic) {
         throw DataError(fmt::format("node {} has no NIC to reach {}",
-                                    quoted(topo_.nodes[static_cast<std::size_t>(topo_.devices[dst].node)].hostname),
-                                    quoted(topo_.label(dst))));
+                                    quote(topo_.nodes[static_cast<std::size_t>(topo_.devices[dst].node)].hostname),
+                                    quote(topo_.label(dst))));
     }
     std::vector<EdgeId> edges;
     if (src != src_nic) tree_path(src, src_nic, edges);
@@ -266,8 +266,8 @@ Path Router::route(DeviceId src, DeviceId dst) const {
     const auto src_nic = nearest_nic(src);
     if (!src_nic) {
         throw DataError(fmt::format("node {} has no NIC, so {} cannot reach another node",
-                                    quoted(topo_.nodes[static_cast<std::size_t>(s.node)].hostname),
-                                    quoted(topo_.label(src))));
+                                    quote(topo_.nodes[static_cast<std::size_t>(s.node)].hostname),
+                                    quote(topo_.label(src))));
     }
     return inter_node(src, dst, *src_nic, PathKind::direct);
 }

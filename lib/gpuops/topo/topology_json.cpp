@@ -15,7 +15,7 @@ namespace {
 using json_io::Json;
 using json_io::View;
 
-constexpr double GB = 1e9;
+constexpr double bytes_per_gb = 1e9;
 
 /// Nine significant digits are plenty for GB/s and µs and keep documents diffable; unlike a fixed number
 /// of decimals they keep tiny values (1e-9 GB/s) from rounding to zero.
@@ -42,7 +42,7 @@ Json device_json(const Device& d) {
     if (d.cores) j["cores"] = *d.cores;
     if (!d.interfaces.empty()) j["interfaces"] = d.interfaces;
     if (d.kind == DeviceKind::nic) j["rdma"] = d.rdma;
-    if (d.port_bandwidth) j["port_bandwidth_gbytes_per_s"] = tidy(*d.port_bandwidth / GB);
+    if (d.port_bandwidth) j["port_bandwidth_gbytes_per_s"] = tidy(*d.port_bandwidth / bytes_per_gb);
     if (d.memory_bytes) j["memory_bytes"] = *d.memory_bytes;
     return j;
 }
@@ -53,7 +53,7 @@ Json link_json(const Link& l) {
     j["kind"] = to_string(l.kind);
     j["a"] = l.a;
     j["b"] = l.b;
-    j["bandwidth_gbytes_per_s"] = tidy(l.bandwidth / GB);
+    j["bandwidth_gbytes_per_s"] = tidy(l.bandwidth / bytes_per_gb);
     j["latency_us"] = tidy(l.latency_us);
     if (l.pcie) {
         j["pcie"] = {{"gen", l.pcie->gen}, {"width", l.pcie->width}, {"speed", units::format_pcie_link(*l.pcie)}};
@@ -65,7 +65,7 @@ Json link_json(const Link& l) {
 std::optional<int> parse_hex_id(const View& v) {
     const std::string text = v.as_string();
     if (text.size() < 3 || text.size() > 6 || text[0] != '0' || (text[1] != 'x' && text[1] != 'X')) {
-        throw v.error(fmt::format("expected a hex id such as '0x10de', got {}", quoted(text)));
+        throw v.error(fmt::format("expected a hex id such as '0x10de', got {}", quote(text)));
     }
     std::size_t used = 0;
     int value = 0;
@@ -74,7 +74,7 @@ std::optional<int> parse_hex_id(const View& v) {
     } catch (const std::exception&) {
         used = 0;
     }
-    if (used != text.size() - 2) throw v.error(fmt::format("expected a hex id such as '0x10de', got {}", quoted(text)));
+    if (used != text.size() - 2) throw v.error(fmt::format("expected a hex id such as '0x10de', got {}", quote(text)));
     return value;
 }
 
@@ -83,7 +83,7 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     d.id = static_cast<DeviceId>(v.at("id").as_int(static_cast<std::int64_t>(index), static_cast<std::int64_t>(index)));
     const View kind = v.at("kind");
     const auto k = device_kind_from_string(kind.as_string());
-    if (!k) throw kind.error(fmt::format("unknown device kind {}", quoted(kind.as_string())));
+    if (!k) throw kind.error(fmt::format("unknown device kind {}", quote(kind.as_string())));
     d.kind = *k;
     d.node = static_cast<int>(v.at("node").as_int(0, static_cast<std::int64_t>(node_count) - 1));
     d.name = v.at("name").as_string();
@@ -103,8 +103,8 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     if (auto r = v.find("rdma")) d.rdma = r->as_bool();
     if (auto p = v.find("port_bandwidth_gbytes_per_s")) {
         const double gbs = p->as_number();
-        if (!std::isfinite(gbs * GB) || gbs <= 0) throw p->error("expected a positive, finite bandwidth");
-        d.port_bandwidth = gbs * GB;
+        if (!std::isfinite(gbs * bytes_per_gb) || gbs <= 0) throw p->error("expected a positive, finite bandwidth");
+        d.port_bandwidth = gbs * bytes_per_gb;
     }
     if (auto m = v.find("memory_bytes"))
         d.memory_bytes = static_cast<std::uint64_t>(m->as_int(0, std::numeric_limits<std::int64_t>::max()));
@@ -117,13 +117,13 @@ Link link_from_json(const View& v, std::size_t index, std::size_t device_count) 
     l.id = static_cast<LinkId>(v.at("id").as_int(static_cast<std::int64_t>(index), static_cast<std::int64_t>(index)));
     const View kind = v.at("kind");
     const auto k = link_kind_from_string(kind.as_string());
-    if (!k) throw kind.error(fmt::format("unknown link kind {}", quoted(kind.as_string())));
+    if (!k) throw kind.error(fmt::format("unknown link kind {}", quote(kind.as_string())));
     l.kind = *k;
     l.a = static_cast<DeviceId>(v.at("a").as_int(0, max_device));
     l.b = static_cast<DeviceId>(v.at("b").as_int(0, max_device));
     if (l.a == l.b) throw v.at("b").error("a link must join two different devices");
     const View bw = v.at("bandwidth_gbytes_per_s");
-    l.bandwidth = bw.as_number() * GB;
+    l.bandwidth = bw.as_number() * bytes_per_gb;
     if (!std::isfinite(l.bandwidth) || l.bandwidth <= 0) throw bw.error("expected a positive, finite bandwidth");
     const View lat = v.at("latency_us");
     l.latency_us = lat.as_number();
@@ -158,7 +158,7 @@ Json to_json(const Topology& t, std::string_view tool) {
     doc["nodes"] = nodes;
     if (t.fabric) {
         doc["fabric"] = {{"kind", t.fabric->kind},
-                         {"port_bandwidth_gbytes_per_s", tidy(t.fabric->port_bandwidth / GB)}};
+                         {"port_bandwidth_gbytes_per_s", tidy(t.fabric->port_bandwidth / bytes_per_gb)}};
     } else {
         doc["fabric"] = nullptr;
     }
@@ -188,7 +188,7 @@ Topology topology_from_json(const Json& doc) {
     if (auto f = root.find("fabric")) {
         Fabric fabric;
         fabric.kind = f->at("kind").as_string();
-        fabric.port_bandwidth = f->at("port_bandwidth_gbytes_per_s").as_number() * GB;
+        fabric.port_bandwidth = f->at("port_bandwidth_gbytes_per_s").as_number() * bytes_per_gb;
         t.fabric = fabric;
     }
     const auto devices = root.at("devices").items();
@@ -209,11 +209,11 @@ void validate(const Topology& t) {
         const std::string where = fmt::format("/nodes/{}/hostname", n);
         if (std::any_of(host.begin(), host.end(),
                         [](char c) { return static_cast<unsigned char>(c) <= ' ' || c == 0x7f; })) {
-            throw DataError(fmt::format("host name {} contains whitespace or control characters", quoted(host)),
+            throw DataError(fmt::format("host name {} contains whitespace or control characters", quote(host)),
                             {{}, where, 0});
         }
         if (!host.empty() && !hostnames.insert(host).second) {
-            throw DataError(fmt::format("host name {} appears twice", quoted(host)), {{}, where, 0});
+            throw DataError(fmt::format("host name {} appears twice", quote(host)), {{}, where, 0});
         }
     }
     std::set<std::pair<DeviceId, DeviceId>> joined;
@@ -235,7 +235,7 @@ void validate(const Topology& t) {
             throw DataError(fmt::format("node {} does not exist", d.node), {{}, where + "/node", 0});
         }
         if (!names.emplace(d.node, d.name).second) {
-            throw DataError(fmt::format("duplicate device name {} in node {}", quoted(d.name), d.node),
+            throw DataError(fmt::format("duplicate device name {} in node {}", quote(d.name), d.node),
                             {{}, where + "/name", 0});
         }
         const bool root_kind = d.kind == DeviceKind::socket || d.kind == DeviceKind::network_switch;
@@ -257,7 +257,7 @@ void validate(const Topology& t) {
         }
         if (parent.node != d.node) throw DataError("parent is in another node", {{}, where + "/parent", 0});
         if (!joined.contains({d.id, d.parent})) {
-            throw DataError(fmt::format("no link joins {} to its parent", quoted(d.name)), {{}, where + "/parent", 0});
+            throw DataError(fmt::format("no link joins {} to its parent", quote(d.name)), {{}, where + "/parent", 0});
         }
     }
     // Then the shape: no cycle, bounded depth (routing and the text view walk these chains). Each device is
@@ -276,11 +276,12 @@ void validate(const Topology& t) {
             throw DataError("the parent chain forms a cycle", {{}, fmt::format("/devices/{}/parent", d.id), 0});
         }
         int level = x == no_device ? -1 : depth[x];
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-            depth[*it] = ++level;
+        for (std::size_t i = chain.size(); i-- > 0;) {  // from the known end down
+            const DeviceId c = chain[i];
+            depth[c] = ++level;
             if (level > max_tree_depth) {
                 throw DataError(fmt::format("the device tree is deeper than {} levels", max_tree_depth),
-                                {{}, fmt::format("/devices/{}/parent", *it), 0});
+                                {{}, fmt::format("/devices/{}/parent", c), 0});
             }
         }
     }
