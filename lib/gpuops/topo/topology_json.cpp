@@ -187,8 +187,17 @@ Topology topology_from_json(const Json& doc) {
     if (t.nodes.empty()) throw nodes.error("a topology needs at least one node");
     if (auto f = root.find("fabric")) {
         Fabric fabric;
-        fabric.kind = f->at("kind").as_string();
-        fabric.port_bandwidth = f->at("port_bandwidth_gbytes_per_s").as_number() * bytes_per_gb;
+        const View kind = f->at("kind");
+        fabric.kind = kind.as_string();
+        if (fabric.kind != "nonblocking" && fabric.kind != "rail" && fabric.kind != "rail-only") {
+            throw kind.error(
+                fmt::format("unknown fabric {} (expected nonblocking, rail or rail-only)", quote(fabric.kind)));
+        }
+        const View port = f->at("port_bandwidth_gbytes_per_s");
+        fabric.port_bandwidth = port.as_number() * bytes_per_gb;
+        if (!std::isfinite(fabric.port_bandwidth) || fabric.port_bandwidth < 0) {
+            throw port.error("expected a non-negative, finite bandwidth (0: each NIC's own speed)");
+        }
         t.fabric = fabric;
     }
     const auto devices = root.at("devices").items();

@@ -134,6 +134,14 @@ TEST_CASE("structural errors carry the JSON pointer of the culprit", "[topology-
     doc["devices"][2]["vendor_id"] = "10de";
     CHECK_THROWS_WITH(topology_from_json(doc), "(/devices/2/vendor_id) expected a hex id such as '0x10de', got '10de'");
     doc = minimal_doc();
+    doc["fabric"] = {{"kind", "rail"}, {"port_bandwidth_gbytes_per_s", -5}};
+    CHECK_THROWS_WITH(
+        topology_from_json(doc),
+        "(/fabric/port_bandwidth_gbytes_per_s) expected a non-negative, finite bandwidth (0: each NIC's own speed)");
+    doc["fabric"] = {{"kind", "torus"}, {"port_bandwidth_gbytes_per_s", 5}};
+    CHECK_THROWS_WITH(topology_from_json(doc),
+                      "(/fabric/kind) unknown fabric 'torus' (expected nonblocking, rail or rail-only)");
+    doc = minimal_doc();
     doc["nodes"] = Json::array();
     CHECK_THROWS_WITH(topology_from_json(doc), "(/nodes) a topology needs at least one node");
 }
