@@ -1,7 +1,10 @@
 // Small text helpers shared by the parsers (units, hostlists, XML attributes, sysfs files).
 #pragma once
 
+#include <charconv>
+#include <optional>
 #include <string_view>
+#include <system_error>
 
 namespace gpuops::text {
 
@@ -18,6 +21,14 @@ namespace gpuops::text {
     while (!s.empty() && is_space(s.back()))
         s.remove_suffix(1);
     return s;
+}
+
+/// The integer at the start of `s` ("2.0" gives 2, "85" gives 85); nullopt when it does not start with one.
+[[nodiscard]] inline std::optional<int> leading_int(std::string_view s) noexcept {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end == s.data()) return std::nullopt;
+    return value;
 }
 
 }  // namespace gpuops::text

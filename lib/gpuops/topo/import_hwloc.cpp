@@ -13,7 +13,6 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <tinyxml2.h>
 #include <unistd.h>
 
 #include "gpuops/core/error.hpp"
@@ -21,80 +20,11 @@
 #include "gpuops/core/text.hpp"
 #include "gpuops/topo/builder.hpp"
 #include "gpuops/topo/hwloc_handle.hpp"
+#include "gpuops/topo/hwloc_xml_check.hpp"
+#include "gpuops/topo/sysfs_pci.hpp"
 
 namespace gpuops::topo {
 namespace {
-
-// ---- checks on the XML text before hwloc sees it (hwloc only says "Invalid argument") --------------------------
-
-std::string xml_problem(const tinyxml2::XMLDocument& doc) {
-    // tinyxml2 ends ErrorStr() with "XMLElement name=<tag>" when it knows the element.
-    const std::string_view detail = doc.ErrorStr();
-    constexpr std::string_view marker = "XMLElement name=";
-    std::string element;
-    if (const auto at = detail.find(marker); at != std::string_view::npos) {
-        element = std::string(detail.substr(at + marker.size()));
-        element.erase(std::find_if(element.begin(), element.end(), [](char c) { return c == ' ' || c == '\n'; }),
-                      element.end());
-    }
-    const std::string tag = element.empty() ? std::string("an element") : fmt::format("element <{}>", element);
-    switch (doc.ErrorID()) {
-        case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: return "the file is empty";
-        case tinyxml2::XML_ERROR_PARSING_ELEMENT: return tag + " is malformed or cut off";
-        case tinyxml2::XML_ERROR_PARSING: return tag + " opened here is not closed";
-        case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: return fmt::format("closing tag does not match {}", tag);
-        case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: return fmt::format("malformed attribute in {}", tag);
-        case tinyxml2::XML_ERROR_PARSING_TEXT: return "text outside of any element";
-        case tinyxml2::XML_ERROR_PARSING_CDATA: return "malformed CDATA section";
-        case tinyxml2::XML_ERROR_PARSING_COMMENT: return "malformed comment";
-        case tinyxml2::XML_ERROR_PARSING_DECLARATION: return "malformed XML declaration";
-        case tinyxml2::XML_ERROR_PARSING_UNKNOWN: return "malformed <! > markup";
-        default: return doc.ErrorName();
-    }
-}
-
-/// Whether the text stops before the closing tag of an hwloc or NCCL root element, as a cut-off copy does.
-bool looks_truncated(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-        text.remove_suffix(1);
-    return !text.ends_with("</topology>") && !text.ends_with("</system>");
-}
-
-std::optional<int> leading_int(std::string_view text) {
-    int value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end == text.data()) return std::nullopt;
-    return value;
-}
-
-/// Rejects what hwloc would refuse with a one-line reason and a line number.
-void check_hwloc_xml_text(const std::string& text, const std::string& file) {
-    tinyxml2::XMLDocument doc;
-    if (doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS) {
-        std::string reason = "invalid XML: " + xml_problem(doc);
-        if (doc.ErrorID() != tinyxml2::XML_ERROR_EMPTY_DOCUMENT && looks_truncated(text))
-            reason += "; the file ends before the closing </topology> (truncated?)";
-        throw DataError(reason, {file, "", doc.ErrorLineNum()});
-    }
-    const tinyxml2::XMLElement* root = doc.RootElement();
-    if (root == nullptr) throw DataError("invalid XML: no root element", {file, "", 0});
-    const std::string_view name = root->Name();
-    const int line = root->GetLineNum();
-    if (name == "system") throw DataError("this is an NCCL topology file; use --nccl-xml", {file, "", line});
-    if (name != "topology") {
-        throw DataError(fmt::format("not an hwloc XML file: the root element is <{}>, expected <topology>", name),
-                        {file, "", line});
-    }
-    // hwloc 1.x writes no version; 2.x writes "2.0"; hwloc 3.0 writes "3.0", which 2.x refuses.
-    if (const char* version = root->Attribute("version")) {
-        const auto major = leading_int(version);
-        if (!major || *major > 2) {
-            throw DataError(
-                fmt::format("unsupported hwloc XML version {} (hwloc 2.9 reads 1.x and 2.x)", quote(version)),
-                {file, "", line});
-        }
-    }
-}
 
 // ---- hwloc object helpers -------------------------------------------------------------------------------------
 
@@ -240,21 +170,6 @@ bool is_rdma(const PciAttr& pci, const OsDevices& os) {
     return os.openfabrics || pci.class_id == 0x0207 || pci.class_id == 0x0c06 || efa;
 }
 
-std::optional<std::string> first_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    if (!in || !std::getline(in, line)) return std::nullopt;
-    return line;
-}
-
-/// The link a PCI function can train to, from /sys/bus/pci/devices/<bus id>/max_link_{speed,width}.
-std::optional<units::PcieLink> sysfs_max_link(const std::string& bus_id) {
-    const std::string dir = "/sys/bus/pci/devices/" + bus_id + "/";
-    const auto speed = first_line(dir + "max_link_speed");
-    if (!speed) return std::nullopt;
-    return detail::parse_sysfs_max_link(*speed, first_line(dir + "max_link_width").value_or(""));
-}
-
 // ---- the import -----------------------------------------------------------------------------------------------
 
 /// How a bridge behaves in the collapsed tree.
@@ -327,8 +242,8 @@ private:
         for (hwloc_obj_t holder : holders) {
             SocketSpec spec;
             spec.cpu.vendor = info(holder, "CPUVendor");
-            spec.cpu.family = leading_int(info(holder, "CPUFamilyNumber"));
-            spec.cpu.model = leading_int(info(holder, "CPUModelNumber"));
+            spec.cpu.family = text::leading_int(info(holder, "CPUFamilyNumber"));
+            spec.cpu.model = text::leading_int(info(holder, "CPUModelNumber"));
             spec.cpu.model_name = info(holder, "CPUModel");
             if (const auto it = numas.find(holder); it != numas.end()) {
                 spec.numa_node = static_cast<int>(dram_numa(it->second)->os_index);
@@ -497,10 +412,10 @@ private:
         if (live_) {
             // hwloc reports the current speed, which drops when the link idles; sysfs knows what the link can do.
             // Both ends bound it: the device, and the port above it (a x16 card in a x8 slot trains to x8).
-            if (auto link = sysfs_max_link(bus_id_of(pci))) {
+            if (auto link = sysfs::max_link(bus_id_of(pci))) {
                 const hwloc_obj_t up = obj->parent;
                 if (up != nullptr && pci_of(up) != nullptr) {
-                    if (const auto port = sysfs_max_link(bus_id_of(*pci_of(up)))) {
+                    if (const auto port = sysfs::max_link(bus_id_of(*pci_of(up)))) {
                         if (link->gen > port->gen) {
                             link->gen = port->gen;
                             link->gts = port->gts;
@@ -546,27 +461,6 @@ std::string this_hostname() {
 }
 
 }  // namespace
-
-namespace detail {
-
-std::optional<units::PcieLink> parse_sysfs_max_link(std::string_view speed, std::string_view width) {
-    speed = text::trim(speed);
-    width = text::trim(width);
-    try {
-        if (!width.empty()) return units::parse_pcie_link(fmt::format("{} x{}", speed, width));
-    } catch (const DataError&) {
-        // an odd width ("0", "255" on some bridges): keep the speed alone
-    }
-    try {
-        auto link = units::parse_pcie_link(speed);
-        if (link.gen > 0) return link;
-    } catch (const DataError&) {
-        // "Unknown", "Unknown speed": the kernel does not know either
-    }
-    return std::nullopt;
-}
-
-}  // namespace detail
 
 Topology import_hwloc_xml(std::string_view path, std::vector<std::string>& warnings) {
     const std::string file = json_io::display_name(path);

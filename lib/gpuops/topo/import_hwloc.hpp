@@ -6,7 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include "gpuops/core/units.hpp"
 #include "gpuops/topo/topology.hpp"
 
 namespace gpuops::topo {
@@ -21,13 +20,5 @@ namespace gpuops::topo {
 /// max_link_speed/max_link_width where the kernel has them, since hwloc reports the current (idle-throttled) speed.
 /// Throws HwlocError (UnavailableError) when hwloc fails.
 [[nodiscard]] Topology import_hwloc_live(std::vector<std::string>& warnings);
-
-namespace detail {
-
-/// The link a device can train to, from the text of sysfs max_link_speed ("16.0 GT/s PCIe") and max_link_width
-/// ("16"). Width 0 (unknown) when the width is not a PCIe width; nullopt when the speed is unknown or unreadable.
-[[nodiscard]] std::optional<units::PcieLink> parse_sysfs_max_link(std::string_view speed, std::string_view width);
-
-}  // namespace detail
 
 }  // namespace gpuops::topo

@@ -23,6 +23,7 @@
 #include "gpuops/core/text.hpp"
 #include "gpuops/core/units.hpp"
 #include "gpuops/topo/builder.hpp"
+#include "gpuops/topo/xml_document.hpp"
 
 namespace gpuops::topo {
 namespace {
@@ -118,32 +119,6 @@ std::optional<units::PcieLink> try_parse_link(const std::string& text) {
     } catch (const DataError&) {
         return std::nullopt;
     }
-}
-
-std::string xml_error_reason(const tinyxml2::XMLDocument& doc) {
-    std::string reason;
-    switch (doc.ErrorID()) {
-        case tinyxml2::XML_ERROR_PARSING_ELEMENT: reason = "malformed element"; break;
-        case tinyxml2::XML_ERROR_PARSING_ATTRIBUTE: reason = "malformed attribute"; break;
-        case tinyxml2::XML_ERROR_PARSING_TEXT: reason = "malformed text"; break;
-        case tinyxml2::XML_ERROR_PARSING_CDATA: reason = "malformed CDATA section"; break;
-        case tinyxml2::XML_ERROR_PARSING_COMMENT: reason = "unterminated comment"; break;
-        case tinyxml2::XML_ERROR_PARSING_DECLARATION: reason = "malformed declaration"; break;
-        case tinyxml2::XML_ERROR_PARSING_UNKNOWN: reason = "malformed markup"; break;
-        case tinyxml2::XML_ERROR_EMPTY_DOCUMENT: reason = "empty document"; break;
-        case tinyxml2::XML_ERROR_MISMATCHED_ELEMENT: reason = "mismatched end tag"; break;
-        case tinyxml2::XML_ERROR_PARSING: reason = "unclosed element (file truncated?)"; break;
-        case tinyxml2::XML_ELEMENT_DEPTH_EXCEEDED: reason = "elements nested too deeply"; break;
-        default: reason = doc.ErrorName(); break;
-    }
-    // tinyxml2's verbose text ends in ": XMLElement name=<name>" when it knows the element.
-    const std::string_view detail = doc.ErrorStr() ? doc.ErrorStr() : "";
-    constexpr std::string_view marker = "XMLElement name=";
-    if (const auto at = detail.find(marker); at != std::string_view::npos) {
-        const auto name = detail.substr(at + marker.size());
-        if (!name.empty()) reason += fmt::format(" in <{}>", name.substr(0, name.find(' ')));
-    }
-    return reason;
 }
 
 /// Notes that may repeat once per element become one warning per distinct text, with the first line.
@@ -476,8 +451,7 @@ Topology import_nccl_xml(std::string_view path, std::vector<std::string>& warnin
 Topology import_nccl_xml_text(std::string_view text, std::string_view source_name, std::vector<std::string>& warnings) {
     const std::string file(source_name);
     tinyxml2::XMLDocument doc;
-    if (doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS)
-        throw DataError("invalid XML: " + xml_error_reason(doc), {file, "", doc.ErrorLineNum()});
+    parse_xml(doc, text, file);
     const XMLElement* root = doc.RootElement();
     if (!root) throw DataError("not an NCCL topology file (no root element)", {file, "", 0});
     const std::string_view root_name = root->Name();

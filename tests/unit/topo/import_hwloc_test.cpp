@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpuops/core/error.hpp"
@@ -19,6 +21,7 @@
 #include "gpuops/topo/import_hwloc.hpp"
 #include "gpuops/topo/link_defaults.hpp"
 #include "gpuops/topo/routing.hpp"
+#include "gpuops/topo/sysfs_pci.hpp"
 
 #include "support/topology_helpers.hpp"
 
@@ -325,7 +328,7 @@ TEST_CASE("files hwloc would refuse get one-line errors with file and line", "[i
     CHECK_THROWS_AS(import_hwloc_xml(truncated, warnings), DataError);
     CHECK_THROWS_WITH(import_hwloc_xml(truncated, warnings),
                       "'" + truncated +
-                          "' line 23: invalid XML: malformed attribute in element <object>; the file ends before the "
+                          "' line 23: invalid XML: malformed attribute in <object>; the file ends before the "
                           "closing </topology> (truncated?)");
 
     const std::string nccl = fixture("nccl-system.xml");
@@ -381,13 +384,36 @@ TEST_CASE("bad files leave stderr alone", "[import_hwloc]") {
 }
 
 TEST_CASE("sysfs max_link_speed and max_link_width", "[import_hwloc]") {
-    using detail::parse_sysfs_max_link;
-    CHECK(parse_sysfs_max_link("16.0 GT/s PCIe\n", "16\n") == gpuops::units::PcieLink{4, 16, 16.0});
-    CHECK(parse_sysfs_max_link("8 GT/s", "8") == gpuops::units::PcieLink{3, 8, 8.0});  // older kernels
-    CHECK(parse_sysfs_max_link("32.0 GT/s PCIe", "0") == gpuops::units::PcieLink{5, 0, 32.0});
-    CHECK(parse_sysfs_max_link("2.5 GT/s PCIe", "") == gpuops::units::PcieLink{1, 0, 2.5});
-    CHECK_FALSE(parse_sysfs_max_link("Unknown", "16"));
-    CHECK_FALSE(parse_sysfs_max_link("", ""));
+    using sysfs::parse_max_link;
+    CHECK(parse_max_link("16.0 GT/s PCIe\n", "16\n") == gpuops::units::PcieLink{4, 16, 16.0});
+    CHECK(parse_max_link("8 GT/s", "8") == gpuops::units::PcieLink{3, 8, 8.0});  // older kernels
+    CHECK(parse_max_link("32.0 GT/s PCIe", "0") == gpuops::units::PcieLink{5, 0, 32.0});
+    CHECK(parse_max_link("2.5 GT/s PCIe", "") == gpuops::units::PcieLink{1, 0, 2.5});
+    CHECK_FALSE(parse_max_link("Unknown", "16"));
+    CHECK_FALSE(parse_max_link("", ""));
+}
+
+TEST_CASE("sysfs link capabilities are read from a device folder", "[import_hwloc]") {
+    // A sysfs-shaped folder of our own: one Gen5 x16 device, one that only knows its speed, one with nothing.
+    char pattern[] = "/tmp/gpuops-sysfs-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    const std::string root = pattern;
+    auto write = [](const std::string& path, const std::string& text) {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f != nullptr);
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    };
+    for (const char* dev : {"0000:1b:00.0", "0000:1c:00.0", "0000:1d:00.0"})
+        REQUIRE(::mkdir((root + "/" + dev).c_str(), 0755) == 0);
+    write(root + "/0000:1b:00.0/max_link_speed", "32.0 GT/s PCIe\n");
+    write(root + "/0000:1b:00.0/max_link_width", "16\n");
+    write(root + "/0000:1c:00.0/max_link_speed", "16.0 GT/s PCIe\n");
+    CHECK(sysfs::max_link("0000:1b:00.0", root) == gpuops::units::PcieLink{5, 16, 32.0});
+    CHECK(sysfs::max_link("0000:1c:00.0", root) == gpuops::units::PcieLink{4, 0, 16.0});
+    CHECK_FALSE(sysfs::max_link("0000:1d:00.0", root));
+    CHECK_FALSE(sysfs::max_link("0000:ff:00.0", root));
+    CHECK(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("the hwloc handles are move-only and checked", "[import_hwloc]") {

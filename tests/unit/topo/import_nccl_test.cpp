@@ -203,8 +203,10 @@ TEST_CASE("a <nic> directly under a <cpu> is a NIC on the root complex with an u
 TEST_CASE("broken files are DataErrors naming the file and line", "[import_nccl]") {
     std::vector<std::string> warnings;
     const std::string truncated = fixture("truncated.xml");
-    CHECK_THROWS_WITH(import_nccl_xml(truncated, warnings),  // line 4: the innermost element left open
-                      "'" + truncated + "' line 4: invalid XML: unclosed element (file truncated?)");
+    CHECK_THROWS_WITH(
+        import_nccl_xml(truncated, warnings),  // line 4: the innermost element left open
+        "'" + truncated +
+            "' line 4: invalid XML: unclosed element; the file ends before the closing </system> (truncated?)");
     const std::string bad_bus = fixture("bad-busid.xml");
     CHECK_THROWS_AS(import_nccl_xml(bad_bus, warnings), DataError);
     CHECK_THROWS_WITH(import_nccl_xml(bad_bus, warnings),
@@ -212,7 +214,8 @@ TEST_CASE("broken files are DataErrors naming the file and line", "[import_nccl]
 
     CHECK_THROWS_WITH(
         import_text("<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" cla", warnings),
-        "'inline.xml' line 3: invalid XML: malformed attribute in <pci>");
+        "'inline.xml' line 3: invalid XML: malformed attribute in <pci>; the file ends before the closing </system> "
+        "(truncated?)");
     CHECK_THROWS_WITH(import_text("<system>\n  <cpu>\n  </pci>\n</system>\n", warnings),
                       "'inline.xml' line 2: invalid XML: mismatched end tag in <cpu>");
     CHECK_THROWS_WITH(import_text("", warnings), "'inline.xml': invalid XML: empty document");
