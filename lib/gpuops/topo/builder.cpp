@@ -145,6 +145,7 @@ DeviceId Builder::add_endpoint(DeviceKind kind, DeviceId parent, const PciSpec& 
     d.device_id = pci.device_id;
     d.model = pci.model;
     d.uuid = pci.uuid;
+    d.device_minor = pci.device_minor;
     d.interfaces = pci.interfaces;
     d.rdma = pci.rdma;
     d.port_bandwidth = pci.port_bandwidth;

@@ -38,6 +38,7 @@ struct PciSpec {
     std::optional<int> device_id;
     std::string model;
     std::optional<std::string> uuid;
+    std::optional<int> device_minor;  ///< GPUs: N of /dev/nvidiaN
     std::vector<std::string> interfaces;
     bool rdma = false;
     std::optional<double> port_bandwidth;  ///< NICs: wire speed in bytes/s

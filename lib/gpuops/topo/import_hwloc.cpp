@@ -21,6 +21,7 @@
 #include "gpuops/topo/builder.hpp"
 #include "gpuops/topo/hwloc_handle.hpp"
 #include "gpuops/topo/hwloc_xml_check.hpp"
+#include "gpuops/topo/nvidia_proc.hpp"
 #include "gpuops/topo/sysfs_pci.hpp"
 
 namespace gpuops::topo {
@@ -496,6 +497,9 @@ Topology import_hwloc_live(std::vector<std::string>& warnings) {
                               "the topology describes something else");
     }
     Topology topology = import_loaded(hwloc, Source{"hwloc", hostname}, hostname, this_system, warnings);
+    // Debian's hwloc has no NVML plugin; the driver's /proc files name the GPUs and their /dev/nvidiaN minors.
+    // Only for this machine: an HWLOC_XMLFILE describes another one.
+    if (this_system) nvidia_proc::annotate(topology, warnings);
     if (topology.devices_of(DeviceKind::gpu).empty()) warnings.emplace_back("no GPU found on this machine");
     return topology;
 }

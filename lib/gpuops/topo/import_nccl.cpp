@@ -101,7 +101,7 @@ std::optional<int> cpu_family(std::optional<int> familyid) {
     return familyid;
 }
 
-// 0xffff (no device) and 0x0000 are placeholders in hand-written files, not ids.
+// 0xffff (no device) and 0x0000 stand for "unknown" in hand-written files; they are not ids.
 std::optional<int> known_id(std::optional<int> id) {
     if (id && (*id == 0xffff || *id == 0)) return std::nullopt;
     return id;

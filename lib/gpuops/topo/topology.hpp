@@ -54,6 +54,7 @@ struct Device {
     std::string model;  ///< e.g. "NVIDIA A100-SXM4-40GB"; may be empty
     std::optional<int> numa_node;
     std::optional<std::string> uuid;            ///< GPU UUID ("GPU-...") where the source knows it
+    std::optional<int> device_minor;            ///< /dev/nvidiaN minor from the NVIDIA driver, where known
     std::optional<std::string> cpuset;          ///< sockets: OS processor list in hwloc list format ("0-31,64-95")
     std::optional<std::string> cores;           ///< sockets: Slurm core index list, for gres.conf Cores=
     std::vector<std::string> interfaces;        ///< NICs: OS names (mlx5_0, ib0, eth0); GPUs: cuda0, nvml0, ...

@@ -38,6 +38,7 @@ Json device_json(const Device& d) {
     if (!d.model.empty()) j["model"] = d.model;
     if (d.numa_node) j["numa_node"] = *d.numa_node;
     if (d.uuid) j["uuid"] = *d.uuid;
+    if (d.device_minor) j["device_minor"] = *d.device_minor;
     if (d.cpuset) j["cpuset"] = *d.cpuset;
     if (d.cores) j["cores"] = *d.cores;
     if (!d.interfaces.empty()) j["interfaces"] = d.interfaces;
@@ -95,6 +96,7 @@ Device device_from_json(const View& v, std::size_t index, std::size_t node_count
     if (auto m = v.find("model")) d.model = m->as_string();
     if (auto n = v.find("numa_node")) d.numa_node = static_cast<int>(n->as_int(0, 1 << 20));
     d.uuid = v.string_or_null("uuid");
+    if (auto m = v.find("device_minor")) d.device_minor = static_cast<int>(m->as_int(0, 255));
     d.cpuset = v.string_or_null("cpuset");
     d.cores = v.string_or_null("cores");
     if (auto list = v.find("interfaces"))

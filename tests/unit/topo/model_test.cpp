@@ -245,3 +245,37 @@ TEST_CASE("renderers: gres.conf types and lines, dot graph", "[render]") {
         ++edges;
     CHECK(edges == t.links.size());
 }
+
+TEST_CASE("gres.conf names /dev/nvidiaN by the driver's minors when every GPU has one", "[render]") {
+    auto t = build_preset("pcie-4gpu-direct");
+    const auto gpus = t.devices_of(DeviceKind::gpu);
+    REQUIRE(gpus.size() == 4);
+    const std::string caveat = "# File= assumes /dev/nvidiaN minor numbers follow PCI bus order";
+    CHECK(render_gres_conf(t, "vp-probe test").find(caveat) != std::string::npos);
+
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+        t.devices[gpus[i]].device_minor = static_cast<int>(gpus.size() - 1 - i);  // 3, 2, 1, 0 in bus order
+    const std::string gres = render_gres_conf(t, "vp-probe test");
+    CHECK(gres.find(caveat) == std::string::npos);
+    const auto at = [&](int minor) { return gres.find(fmt::format("File=/dev/nvidia{} ", minor)); };
+    REQUIRE(at(3) != std::string::npos);
+    CHECK(at(3) < at(2));
+    CHECK(at(2) < at(1));
+    CHECK(at(1) < at(0));
+    CHECK(gres.find(fmt::format("File=/dev/nvidia3 Cores=0-63  # {}", *t.device(gpus[0]).pci_bus_id)) !=
+          std::string::npos);
+
+    const Topology back = topology_from_json(to_json(t, "test"));
+    CHECK(back.devices == t.devices);  // links round bandwidths to 9 digits
+    CHECK(back.device(gpus[0]).device_minor == 3);
+    Json doc = to_json(t, "test");
+    CHECK(doc["devices"][gpus[0]]["device_minor"] == 3);
+    doc["devices"][gpus[0]]["device_minor"] = 256;
+    CHECK_THROWS_AS(topology_from_json(doc), gpuops::DataError);
+
+    t.devices[gpus[2]].device_minor.reset();  // one unknown minor: bus order again, with the caveat
+    const std::string partial = render_gres_conf(t, "vp-probe test");
+    CHECK(partial.find(caveat) != std::string::npos);
+    CHECK(partial.find("File=/dev/nvidia3 ") != std::string::npos);
+    CHECK(partial.find("File=/dev/nvidia0 ") < partial.find("File=/dev/nvidia1 "));
+}
