@@ -20,40 +20,31 @@
 namespace gpuops::topo {
 namespace {
 
+/// Runs `read` on the input `path`; a data error that does not say which file it is about is attributed to it
+/// (JSON pointers come from documents parsed in memory, builders know no file at all).
+template <typename Read>
+auto attributed(std::string_view path, Read&& read) {
+    try {
+        return read();
+    } catch (const DataError& e) {
+        if (!e.where().file.empty()) throw;
+        throw e.in_file(json_io::display_name(path));
+    }
+}
+
 Topology load_source(const ProbeOptions& o, std::vector<std::string>& warnings) {
     int sources = 0;
     for (const auto* s : {&o.document, &o.xml, &o.nccl_xml, &o.preset})
         sources += s->empty() ? 0 : 1;
     if (sources > 1) throw UsageError("give at most one of FILE, --xml, --nccl-xml and --preset");
-    // Importers' builders may fail without knowing the file; name it for them.
-    const auto attributed = [](const std::string& path, auto&& import) -> Topology {
-        try {
-            return import();
-        } catch (const DataError& e) {
-            if (!e.where().file.empty()) throw;
-            throw e.in_file(path);
-        }
-    };
     if (!o.xml.empty()) return attributed(o.xml, [&] { return import_hwloc_xml(o.xml, warnings); });
     if (!o.nccl_xml.empty()) return attributed(o.nccl_xml, [&] { return import_nccl_xml(o.nccl_xml, warnings); });
     if (!o.preset.empty()) {
-        if (o.preset.ends_with(".json")) {
-            const auto spec = json_io::read_document(o.preset);
-            try {
-                return build_from_spec(spec, o.preset);
-            } catch (const DataError& e) {
-                throw e.in_file(o.preset);
-            }
-        }
-        return build_preset(o.preset);
+        if (!o.preset.ends_with(".json")) return build_preset(o.preset);
+        return attributed(o.preset, [&] { return build_from_spec(json_io::read_document(o.preset), o.preset); });
     }
     if (!o.document.empty()) {
-        const auto doc = json_io::read_document(o.document);
-        try {
-            return topology_from_json(doc);
-        } catch (const DataError& e) {
-            throw e.in_file(json_io::display_name(o.document));
-        }
+        return attributed(o.document, [&] { return topology_from_json(json_io::read_document(o.document)); });
     }
     return import_hwloc_live(warnings);
 }
@@ -83,12 +74,7 @@ ProbeResult probe(const ProbeOptions& o) {
     const FabricSpec fabric = parse_fabric(o.fabric.empty() ? std::string("nonblocking") : o.fabric);
     std::vector<LinkRule> rules;
     if (!o.links.empty()) {
-        const auto doc = json_io::read_document(o.links);
-        try {
-            rules = parse_link_rules(doc);
-        } catch (const DataError& e) {
-            throw e.in_file(o.links);
-        }
+        rules = attributed(o.links, [&] { return parse_link_rules(json_io::read_document(o.links)); });
     }
 
     Topology t = load_source(o, result.warnings);
