@@ -499,7 +499,11 @@ Topology import_hwloc_live(std::vector<std::string>& warnings) {
     Topology topology = import_loaded(hwloc, Source{"hwloc", hostname}, hostname, this_system, warnings);
     // Debian's hwloc has no NVML plugin; the driver's /proc files name the GPUs and their /dev/nvidiaN minors.
     // Only for this machine: an HWLOC_XMLFILE describes another one.
-    if (this_system) nvidia_proc::annotate(topology, warnings);
+    // NIC wire speeds are not in hwloc either; the kernel knows them for ports that are up.
+    if (this_system) {
+        nvidia_proc::annotate(topology, warnings);
+        sysfs::annotate_nic_speeds(topology);
+    }
     if (topology.devices_of(DeviceKind::gpu).empty()) warnings.emplace_back("no GPU found on this machine");
     return topology;
 }

@@ -1,7 +1,10 @@
 // Reading max_link_speed/max_link_width under /sys/bus/pci/devices.
 #include "gpuops/topo/sysfs_pci.hpp"
 
+#include <charconv>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -42,6 +45,40 @@ std::optional<units::PcieLink> max_link(const std::string& bus_id, const std::st
     const auto speed = first_line(dir + "max_link_speed");
     if (!speed) return std::nullopt;
     return parse_max_link(*speed, first_line(dir + "max_link_width").value_or(""));
+}
+
+std::optional<double> nic_port_speed(const std::vector<std::string>& interfaces, const std::string& sys_class) {
+    std::optional<double> best;
+    const auto consider = [&best](double bytes_per_s) {
+        if (bytes_per_s > 0 && (!best || bytes_per_s > *best)) best = bytes_per_s;
+    };
+    for (const auto& name : interfaces) {
+        std::error_code ec;
+        const std::filesystem::path ports = std::filesystem::path(sys_class) / "infiniband" / name / "ports";
+        for (const auto& port : std::filesystem::directory_iterator(ports, ec)) {
+            // "200 Gb/sec (4X HDR)": a number of Gb/s, then the lanes and generation.
+            const auto rate = first_line((port.path() / "rate").string());
+            if (!rate) continue;
+            const std::string_view r = text::trim(*rate);
+            double gbits = 0;
+            const auto [end, err] = std::from_chars(r.data(), r.data() + r.size(), gbits);
+            if (err == std::errc() &&
+                std::string_view(end, static_cast<std::size_t>(r.data() + r.size() - end)).starts_with(" Gb/sec")) {
+                consider(gbits * 1e9 / 8);
+            }
+        }
+        if (const auto speed = first_line((std::filesystem::path(sys_class) / "net" / name / "speed").string())) {
+            if (const auto mbits = text::leading_int(text::trim(*speed))) consider(*mbits * 1e6 / 8);
+        }
+    }
+    return best;
+}
+
+void annotate_nic_speeds(Topology& topology, const std::string& sys_class) {
+    for (auto& d : topology.devices) {
+        if (d.kind != DeviceKind::nic || d.port_bandwidth) continue;
+        d.port_bandwidth = nic_port_speed(d.interfaces, sys_class);
+    }
 }
 
 }  // namespace gpuops::topo::sysfs

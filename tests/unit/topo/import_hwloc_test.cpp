@@ -20,6 +20,7 @@
 #include "gpuops/topo/hwloc_handle.hpp"
 #include "gpuops/topo/import_hwloc.hpp"
 #include "gpuops/topo/link_defaults.hpp"
+#include "gpuops/topo/presets.hpp"
 #include "gpuops/topo/routing.hpp"
 #include "gpuops/topo/sysfs_pci.hpp"
 
@@ -413,6 +414,40 @@ TEST_CASE("sysfs link capabilities are read from a device folder", "[import_hwlo
     CHECK(sysfs::max_link("0000:1c:00.0", root) == gpuops::units::PcieLink{4, 0, 16.0});
     CHECK_FALSE(sysfs::max_link("0000:1d:00.0", root));
     CHECK_FALSE(sysfs::max_link("0000:ff:00.0", root));
+    CHECK(std::system(("rm -rf " + root).c_str()) == 0);
+}
+
+TEST_CASE("NIC port speeds come from the kernel's RDMA and network views", "[import_hwloc]") {
+    // A /sys/class of our own: an HDR port and a down one on mlx5_0, a 100 GbE netdev, a link-down netdev.
+    char pattern[] = "/tmp/gpuops-sysclass-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    const std::string root = pattern;
+    auto write = [](const std::string& path, const std::string& text) {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f != nullptr);
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+    };
+    CHECK(std::system(("mkdir -p " + root + "/infiniband/mlx5_0/ports/1 " + root + "/infiniband/mlx5_0/ports/2 " +
+                       root + "/net/ens1f0 " + root + "/net/eth9")
+                          .c_str()) == 0);
+    write(root + "/infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)\n");
+    write(root + "/infiniband/mlx5_0/ports/2/rate", "Unknown\n");
+    write(root + "/net/ens1f0/speed", "100000\n");
+    write(root + "/net/eth9/speed", "-1\n");
+    CHECK(sysfs::nic_port_speed({"mlx5_0", "ib0"}, root) == Approx(25e9));
+    CHECK(sysfs::nic_port_speed({"ens1f0"}, root) == Approx(12.5e9));
+    CHECK(sysfs::nic_port_speed({"ens1f0", "mlx5_0"}, root) == Approx(25e9));  // the fastest port
+    CHECK_FALSE(sysfs::nic_port_speed({"eth9"}, root));                        // link down: unknown
+    CHECK_FALSE(sysfs::nic_port_speed({"nothing"}, root));
+
+    Topology t = build_preset("pcie-4gpu-direct");
+    auto& nic0 = t.devices.at(*t.find(0, "nic0"));
+    nic0.port_bandwidth.reset();
+    nic0.interfaces = {"mlx5_0", "ib0"};
+    sysfs::annotate_nic_speeds(t, root);
+    CHECK(by_name(t, "nic0").port_bandwidth == Approx(25e9));
+    CHECK(by_name(t, "nic1").port_bandwidth == Approx(25e9));  // kept: the preset's own 200 Gb/s
     CHECK(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
