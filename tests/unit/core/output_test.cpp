@@ -10,21 +10,11 @@
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/output.hpp"
 
+#include "support/temp_dir.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "gpuops-output-XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~TempDir() { fs::remove_all(path); }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p);
@@ -36,8 +26,8 @@ std::string slurp(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("commit renames the temp file into place with a normal file mode", "[output]") {
-    TempDir dir;
-    const fs::path target = dir.path / "out.json";
+    const gpuops::test::TempDir dir;
+    const fs::path target = dir.path() / "out.json";
     {
         gpuops::Output out(target.string());
         out.stream() << "{\"a\": 1}\n";
@@ -50,19 +40,19 @@ TEST_CASE("commit renames the temp file into place with a normal file mode", "[o
     struct stat st {};
     REQUIRE(::stat(target.c_str(), &st) == 0);
     CHECK((st.st_mode & 0044) != 0);  // readable by others unless the umask says no, unlike mkstemp's 0600
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
+    CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}) == 1);
 }
 
 TEST_CASE("an uncommitted output leaves neither the target nor a temp file", "[output]") {
-    TempDir dir;
-    const fs::path target = dir.path / "out.json";
+    const gpuops::test::TempDir dir;
+    const fs::path target = dir.path() / "out.json";
     std::ofstream(target) << "old contents\n";
     {
         gpuops::Output out(target.string());
         out.stream() << "half";
     }  // e.g. an exception unwound past it
     CHECK(slurp(target) == "old contents\n");
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 1);
+    CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}) == 1);
     CHECK(gpuops::pending_temp_files().empty());
 }
 
@@ -84,9 +74,9 @@ TEST_CASE("a device is written in place, never replaced by a regular file", "[ou
 }
 
 TEST_CASE("a symlinked target keeps its link; the file it points to is replaced", "[output]") {
-    TempDir dir;
-    const fs::path real = dir.path / "real.json";
-    const fs::path link = dir.path / "link.json";
+    const gpuops::test::TempDir dir;
+    const fs::path real = dir.path() / "real.json";
+    const fs::path link = dir.path() / "link.json";
     std::ofstream(real) << "old\n";
     fs::create_symlink(real, link);
     {

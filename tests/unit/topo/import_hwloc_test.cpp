@@ -24,6 +24,7 @@
 #include "gpuops/topo/routing.hpp"
 #include "gpuops/topo/sysfs_pci.hpp"
 
+#include "support/temp_dir.hpp"
 #include "support/topology_helpers.hpp"
 
 using gpuops::DataError;
@@ -396,45 +397,26 @@ TEST_CASE("sysfs max_link_speed and max_link_width", "[import_hwloc]") {
 
 TEST_CASE("sysfs link capabilities are read from a device folder", "[import_hwloc]") {
     // A sysfs-shaped folder of our own: one Gen5 x16 device, one that only knows its speed, one with nothing.
-    char pattern[] = "/tmp/gpuops-sysfs-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    const std::string root = pattern;
-    auto write = [](const std::string& path, const std::string& text) {
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        REQUIRE(f != nullptr);
-        std::fputs(text.c_str(), f);
-        std::fclose(f);
-    };
-    for (const char* dev : {"0000:1b:00.0", "0000:1c:00.0", "0000:1d:00.0"})
-        REQUIRE(::mkdir((root + "/" + dev).c_str(), 0755) == 0);
-    write(root + "/0000:1b:00.0/max_link_speed", "32.0 GT/s PCIe\n");
-    write(root + "/0000:1b:00.0/max_link_width", "16\n");
-    write(root + "/0000:1c:00.0/max_link_speed", "16.0 GT/s PCIe\n");
+    const gpuops::test::TempDir dir;
+    const std::string root = dir.str();
+    dir.write("0000:1b:00.0/max_link_speed", "32.0 GT/s PCIe\n");
+    dir.write("0000:1b:00.0/max_link_width", "16\n");
+    dir.write("0000:1c:00.0/max_link_speed", "16.0 GT/s PCIe\n");
+    dir.mkdir("0000:1d:00.0");
     CHECK(sysfs::max_link("0000:1b:00.0", root) == gpuops::units::PcieLink{5, 16, 32.0});
     CHECK(sysfs::max_link("0000:1c:00.0", root) == gpuops::units::PcieLink{4, 0, 16.0});
     CHECK_FALSE(sysfs::max_link("0000:1d:00.0", root));
     CHECK_FALSE(sysfs::max_link("0000:ff:00.0", root));
-    CHECK(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("NIC port speeds come from the kernel's RDMA and network views", "[import_hwloc]") {
     // A /sys/class of our own: an HDR port and a down one on mlx5_0, a 100 GbE netdev, a link-down netdev.
-    char pattern[] = "/tmp/gpuops-sysclass-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    const std::string root = pattern;
-    auto write = [](const std::string& path, const std::string& text) {
-        std::FILE* f = std::fopen(path.c_str(), "w");
-        REQUIRE(f != nullptr);
-        std::fputs(text.c_str(), f);
-        std::fclose(f);
-    };
-    CHECK(std::system(("mkdir -p " + root + "/infiniband/mlx5_0/ports/1 " + root + "/infiniband/mlx5_0/ports/2 " +
-                       root + "/net/ens1f0 " + root + "/net/eth9")
-                          .c_str()) == 0);
-    write(root + "/infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)\n");
-    write(root + "/infiniband/mlx5_0/ports/2/rate", "Unknown\n");
-    write(root + "/net/ens1f0/speed", "100000\n");
-    write(root + "/net/eth9/speed", "-1\n");
+    const gpuops::test::TempDir dir;
+    const std::string root = dir.str();
+    dir.write("infiniband/mlx5_0/ports/1/rate", "200 Gb/sec (4X HDR)\n");
+    dir.write("infiniband/mlx5_0/ports/2/rate", "Unknown\n");
+    dir.write("net/ens1f0/speed", "100000\n");
+    dir.write("net/eth9/speed", "-1\n");
     CHECK(sysfs::nic_port_speed({"mlx5_0", "ib0"}, root) == Approx(25e9));
     CHECK(sysfs::nic_port_speed({"ens1f0"}, root) == Approx(12.5e9));
     CHECK(sysfs::nic_port_speed({"ens1f0", "mlx5_0"}, root) == Approx(25e9));  // the fastest port
@@ -448,7 +430,6 @@ TEST_CASE("NIC port speeds come from the kernel's RDMA and network views", "[imp
     sysfs::annotate_nic_speeds(t, root);
     CHECK(by_name(t, "nic0").port_bandwidth == Approx(25e9));
     CHECK(by_name(t, "nic1").port_bandwidth == Approx(25e9));  // kept: the preset's own 200 Gb/s
-    CHECK(std::system(("rm -rf " + root).c_str()) == 0);
 }
 
 TEST_CASE("the hwloc handles are move-only and checked", "[import_hwloc]") {

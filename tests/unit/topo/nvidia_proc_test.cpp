@@ -7,6 +7,7 @@
 #include "gpuops/topo/nvidia_proc.hpp"
 #include "gpuops/topo/presets.hpp"
 
+#include "support/temp_dir.hpp"
 #include "support/topology_helpers.hpp"
 
 using namespace gpuops::topo;
@@ -27,25 +28,9 @@ constexpr const char* a100_sample = "Model: \t\t NVIDIA A100-SXM4-80GB\n"
                                     "GPU Excluded:\t No\n";
 
 /// A folder laid out like /proc/driver/nvidia/gpus, removed with the test.
-struct FakeProc {
-    fs::path root;
-    FakeProc() {
-        std::string pattern = (fs::temp_directory_path() / "gpuops-nvidia-proc-XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        root = pattern;
-    }
-    ~FakeProc() {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
-    FakeProc(const FakeProc&) = delete;
-    FakeProc& operator=(const FakeProc&) = delete;
-
-    void add(const std::string& bus_id, const std::string& text) const {
-        fs::create_directories(root / bus_id);
-        std::ofstream(root / bus_id / "information") << text;
-    }
-};
+void add_gpu(const gpuops::test::TempDir& proc, const std::string& bus_id, const std::string& text) {
+    proc.write(bus_id + "/information", text);
+}
 
 }  // namespace
 
@@ -97,17 +82,17 @@ TEST_CASE("garbage leaves every field absent", "[nvidia_proc]") {
 }
 
 TEST_CASE("information files are read from a /proc-shaped folder", "[nvidia_proc]") {
-    const FakeProc proc;
-    proc.add("0000:07:00.0", a100_sample);
-    fs::create_directories(proc.root / "0000:08:00.0" / "information");  // unreadable as a file
-    const auto info = nvidia_proc::read("0000:07:00.0", proc.root.string());
+    const gpuops::test::TempDir proc;
+    add_gpu(proc, "0000:07:00.0", a100_sample);
+    fs::create_directories(proc.path() / "0000:08:00.0" / "information");  // unreadable as a file
+    const auto info = nvidia_proc::read("0000:07:00.0", proc.str());
     REQUIRE(info);
     CHECK(info->device_minor == 2);
     CHECK(info->model == "NVIDIA A100-SXM4-80GB");
-    CHECK(nvidia_proc::read("07:00.0", proc.root.string()) == info);  // the folder name is the canonical bus id
-    CHECK_FALSE(nvidia_proc::read("0000:08:00.0", proc.root.string()));
-    CHECK_FALSE(nvidia_proc::read("0000:09:00.0", proc.root.string()));
-    CHECK_FALSE(nvidia_proc::read("0000:07:00.0", (proc.root / "absent").string()));
+    CHECK(nvidia_proc::read("07:00.0", proc.str()) == info);  // the folder name is the canonical bus id
+    CHECK_FALSE(nvidia_proc::read("0000:08:00.0", proc.str()));
+    CHECK_FALSE(nvidia_proc::read("0000:09:00.0", proc.str()));
+    CHECK_FALSE(nvidia_proc::read("0000:07:00.0", (proc.path() / "absent").string()));
 }
 
 TEST_CASE("annotating a topology gives NVIDIA GPUs the driver's minor, UUID and model", "[nvidia_proc]") {
@@ -120,13 +105,14 @@ TEST_CASE("annotating a topology gives NVIDIA GPUs the driver's minor, UUID and 
     REQUIRE(nic0.pci_bus_id);
     t.devices[gpu1.id].uuid = "GPU-from-hwloc";
 
-    const FakeProc proc;
-    proc.add(*gpu0.pci_bus_id, a100_sample);
-    proc.add(*gpu1.pci_bus_id, "Model: \t\t NVIDIA A100-SXM4-80GB\nGPU UUID: \t GPU-driver\nDevice Minor: \t 0\n"
-                               "GPU Excluded:\t Yes\n");
-    proc.add(*nic0.pci_bus_id, a100_sample);  // not a GPU: left alone
+    const gpuops::test::TempDir proc;
+    add_gpu(proc, *gpu0.pci_bus_id, a100_sample);
+    add_gpu(proc, *gpu1.pci_bus_id,
+            "Model: \t\t NVIDIA A100-SXM4-80GB\nGPU UUID: \t GPU-driver\nDevice Minor: \t 0\n"
+            "GPU Excluded:\t Yes\n");
+    add_gpu(proc, *nic0.pci_bus_id, a100_sample);  // not a GPU: left alone
     std::vector<std::string> warnings;
-    nvidia_proc::annotate(t, warnings, proc.root.string());
+    nvidia_proc::annotate(t, warnings, proc.str());
 
     CHECK(gpu0.device_minor == 2);
     CHECK(gpu0.uuid == "GPU-3a9e7b2c-1f0d-4c5e-9a8b-7c6d5e4f3a2b");
