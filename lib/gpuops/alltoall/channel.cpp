@@ -7,58 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "gpuops/alltoall/flow_set.hpp"
 #include "gpuops/core/error.hpp"
 
 namespace gpuops::alltoall {
 namespace {
-
-/// A fixed-size set of flow indexes; the compatibility graph of a node has a few hundred flows.
-class FlowSet {
-public:
-    explicit FlowSet(std::size_t size) : words_((size + 63) / 64, 0) {}
-    void set(std::size_t i) { words_[i / 64] |= std::uint64_t{1} << (i % 64); }
-    void reset(std::size_t i) { words_[i / 64] &= ~(std::uint64_t{1} << (i % 64)); }
-    [[nodiscard]] bool test(std::size_t i) const { return ((words_[i / 64] >> (i % 64)) & 1U) != 0; }
-    [[nodiscard]] bool empty() const {
-        return std::all_of(words_.begin(), words_.end(), [](std::uint64_t w) { return w == 0; });
-    }
-    [[nodiscard]] FlowSet operator&(const FlowSet& o) const {
-        FlowSet r = *this;
-        for (std::size_t k = 0; k < words_.size(); ++k)
-            r.words_[k] &= o.words_[k];
-        return r;
-    }
-    [[nodiscard]] FlowSet operator|(const FlowSet& o) const {
-        FlowSet r = *this;
-        for (std::size_t k = 0; k < words_.size(); ++k)
-            r.words_[k] |= o.words_[k];
-        return r;
-    }
-    [[nodiscard]] FlowSet without(const FlowSet& o) const {
-        FlowSet r = *this;
-        for (std::size_t k = 0; k < words_.size(); ++k)
-            r.words_[k] &= ~o.words_[k];
-        return r;
-    }
-    [[nodiscard]] std::size_t count() const {
-        std::size_t n = 0;
-        for (auto w : words_)
-            n += static_cast<std::size_t>(__builtin_popcountll(w));
-        return n;
-    }
-    template <typename F>
-    void for_each(F&& f) const {
-        for (std::size_t k = 0; k < words_.size(); ++k) {
-            for (std::uint64_t w = words_[k]; w != 0; w &= w - 1)
-                f(k * 64 + static_cast<std::size_t>(__builtin_ctzll(w)));
-        }
-    }
-
-private:
-    std::vector<std::uint64_t> words_;
-};
-
-bool flow_less(const Flow& a, const Flow& b) { return std::tie(a.src, a.dst, a.kind) < std::tie(b.src, b.dst, b.kind); }
 
 /// Bron–Kerbosch with Tomita pivoting: R is the clique so far, P the flows that may still join, X those that
 /// were already tried (a clique that could take one of them is not maximal).
@@ -135,6 +88,10 @@ private:
 
 }  // namespace
 
+bool flow_less(const Flow& a, const Flow& b) {
+    return std::tie(a.src, a.dst, a.kind, a.via) < std::tie(b.src, b.dst, b.kind, b.via);
+}
+
 std::vector<Flow> candidate_flows(const topo::Router& router, std::span<const topo::PathKind> kinds) {
     const auto& t = router.topology();
     const auto gpus = t.devices_of(topo::DeviceKind::gpu);
@@ -145,7 +102,7 @@ std::vector<Flow> candidate_flows(const topo::Router& router, std::span<const to
             for (auto& path : router.alternatives(s, d)) {
                 if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), path.kind) == kinds.end()) continue;
                 std::sort(path.edges.begin(), path.edges.end());
-                flows.push_back(Flow{s, d, path.kind, std::move(path.edges), path.bottleneck});
+                flows.push_back(Flow{s, d, path.kind, std::move(path.via), std::move(path.edges), path.bottleneck});
             }
         }
     }

@@ -17,13 +17,17 @@ struct Flow {
     topo::DeviceId src = topo::no_device;
     topo::DeviceId dst = topo::no_device;
     topo::PathKind kind = topo::PathKind::direct;
-    std::vector<topo::EdgeId> edges;
-    double rate = 0;  ///< bytes/s: the path's narrowest edge
+    std::vector<topo::DeviceId> via;  ///< what pins the path (topo::Path::via): loopback NIC, memory, NIC pair
+    std::vector<topo::EdgeId> edges;  ///< sorted
+    double rate = 0;                  ///< bytes/s: the path's narrowest edge
 
     bool operator==(const Flow&) const = default;
 };
 
-/// Flows in a canonical order (by source, destination, path kind); a channel is identified by its flows.
+/// The canonical order of flows: by source, destination, path kind and what the path goes through.
+[[nodiscard]] bool flow_less(const Flow& a, const Flow& b);
+
+/// Flows in canonical order (flow_less); a channel is identified by its flows.
 struct Channel {
     std::vector<Flow> flows;
     bool operator==(const Channel&) const = default;

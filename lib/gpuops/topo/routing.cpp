@@ -251,7 +251,64 @@ Path Router::inter_node(DeviceId src, DeviceId dst, DeviceId src_nic, PathKind k
     if (src != src_nic) tree_path(src, src_nic, edges);
     fabric_path(src_nic, *dst_nic, edges);
     if (*dst_nic != dst) tree_path(*dst_nic, dst, edges);
-    return finish(kind, src, dst, std::move(edges), {src_nic, *dst_nic});
+    Path p = finish(kind, src, dst, std::move(edges), {src_nic, *dst_nic});
+    p.via = p.nics;
+    return p;
+}
+
+Path Router::path_through(PathKind kind, DeviceId src, DeviceId dst, std::span<const DeviceId> via) const {
+    if (src == dst) throw InternalError("path_through: source and destination are the same device");
+    const auto& s = topo_.devices.at(src);
+    const auto& d = topo_.devices.at(dst);
+    const auto need = [&](std::size_t count, std::string_view what) {
+        if (via.size() != count) {
+            throw DataError(fmt::format("a {} path from {} to {} goes through {}", to_string(kind),
+                                        quote(topo_.label(src)), quote(topo_.label(dst)), what));
+        }
+        for (DeviceId v : via)
+            if (v >= topo_.devices.size()) throw DataError(fmt::format("no device {} in the topology", v));
+    };
+    std::vector<EdgeId> edges;
+    std::vector<DeviceId> nics;
+    if (s.node != d.node) {
+        if (kind != PathKind::direct && kind != PathKind::alternate_nic) {
+            throw DataError(fmt::format("{} and {} are in different nodes: a {} path cannot join them",
+                                        quote(topo_.label(src)), quote(topo_.label(dst)), to_string(kind)));
+        }
+        need(2, "a NIC of each node");
+        const DeviceId src_nic = via[0];
+        const DeviceId dst_nic = via[1];
+        if (topo_.devices[src_nic].node != s.node || topo_.devices[dst_nic].node != d.node ||
+            topo_.devices[src_nic].kind != DeviceKind::nic || topo_.devices[dst_nic].kind != DeviceKind::nic) {
+            throw DataError(fmt::format("{} and {} are not NICs of the nodes of {} and {}", quote(topo_.label(src_nic)),
+                                        quote(topo_.label(dst_nic)), quote(topo_.label(src)), quote(topo_.label(dst))));
+        }
+        if (src != src_nic) tree_path(src, src_nic, edges);
+        fabric_path(src_nic, dst_nic, edges);
+        if (dst_nic != dst) tree_path(dst_nic, dst, edges);
+        nics = {src_nic, dst_nic};
+    } else if (kind == PathKind::direct) {
+        need(0, "nothing");
+        tree_path(src, dst, edges);
+    } else if (kind == PathKind::nic_loopback || kind == PathKind::host_staging) {
+        const bool loopback = kind == PathKind::nic_loopback;
+        need(1, loopback ? "one NIC" : "one memory");
+        const auto& v = topo_.devices[via[0]];
+        if (v.node != s.node || v.kind != (loopback ? DeviceKind::nic : DeviceKind::cpu_memory) || v.id == src ||
+            v.id == dst) {
+            throw DataError(fmt::format("{} is not a {} of the node of {}", quote(topo_.label(v.id)),
+                                        loopback ? "NIC" : "memory", quote(topo_.label(src))));
+        }
+        tree_path(src, v.id, edges);
+        tree_path(v.id, dst, edges);
+        if (loopback) nics = {v.id};
+    } else {
+        throw DataError(fmt::format("{} and {} are in one node: an {} path cannot join them", quote(topo_.label(src)),
+                                    quote(topo_.label(dst)), to_string(kind)));
+    }
+    Path p = finish(kind, src, dst, std::move(edges), std::move(nics));
+    p.via.assign(via.begin(), via.end());
+    return p;
 }
 
 Path Router::route(DeviceId src, DeviceId dst) const {
@@ -283,6 +340,7 @@ std::vector<Path> Router::alternatives(DeviceId src, DeviceId dst) const {
             tree_path(src, *nic, edges);
             tree_path(*nic, dst, edges);
             paths.push_back(finish(PathKind::nic_loopback, src, dst, std::move(edges), {*nic}));
+            paths.back().via = {*nic};
         }
         // Host staging: into the source socket's memory, then out to the destination.
         const DeviceId socket = socket_of(src);
@@ -293,6 +351,7 @@ std::vector<Path> Router::alternatives(DeviceId src, DeviceId dst) const {
                 tree_path(src, mem, edges);
                 tree_path(mem, dst, edges);
                 paths.push_back(finish(PathKind::host_staging, src, dst, std::move(edges), {}));
+                paths.back().via = {mem};
                 break;
             }
         }

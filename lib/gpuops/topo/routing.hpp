@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -30,8 +31,11 @@ struct Path {
     DeviceId dst = no_device;
     std::vector<EdgeId> edges;
     std::vector<DeviceId> nics;  ///< the NICs the path goes through, in order
-    double bottleneck = 0;       ///< bytes/s: the narrowest edge
-    double latency_us = 0;       ///< sum of edge latencies
+    /// What pins the path among the alternatives of its kind: the NIC of a loopback, the memory of host
+    /// staging, the source and destination NICs across nodes; empty for a direct path inside a node.
+    std::vector<DeviceId> via;
+    double bottleneck = 0;  ///< bytes/s: the narrowest edge
+    double latency_us = 0;  ///< sum of edge latencies
 };
 
 /// Indexes a Topology once (parents, uplinks, sockets, fabric) and answers routing queries.
@@ -45,6 +49,9 @@ public:
     [[nodiscard]] Path route(DeviceId src, DeviceId dst) const;
     /// The default path first, then every alternative that exists for the pair.
     [[nodiscard]] std::vector<Path> alternatives(DeviceId src, DeviceId dst) const;
+    /// The path of `kind` from `src` to `dst` pinned through `via` (see Path::via): any NIC for a loopback,
+    /// any memory for staging, any pair of NICs across nodes. Throws DataError when that path does not exist.
+    [[nodiscard]] Path path_through(PathKind kind, DeviceId src, DeviceId dst, std::span<const DeviceId> via) const;
 
     [[nodiscard]] Relation relation(DeviceId a, DeviceId b) const;
     /// The RDMA NIC nearest to `device` in its node (ties broken by NIC order, spread by device order);

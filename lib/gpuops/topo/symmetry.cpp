@@ -1,4 +1,5 @@
-// nauty over the topology graph: colour classes from device and link properties, group order and orbits out.
+// nauty over coloured graphs: colour classes from device and link properties, group order, generators, orbits
+// and canonical certificates.
 #include "gpuops/topo/symmetry.hpp"
 
 #include <algorithm>
@@ -33,51 +34,70 @@ struct SparseGraph {
     ~SparseGraph() { SG_FREE(g); }
 };
 
-}  // namespace
+/// nauty reports generators through a plain function pointer; the running search collects them here.
+thread_local std::vector<std::vector<int>>* collected = nullptr;
 
-double Symmetry::order() const { return order_mantissa * std::pow(10.0, order_exponent); }
-
-std::string Symmetry::order_text() const {
-    if (order_exponent == 0 && order_mantissa < 1e15) return fmt::format("{:.0f}", order_mantissa);
-    const double exponent = std::log10(order_mantissa) + order_exponent;
-    const double mantissa = std::pow(10.0, exponent - std::floor(exponent));
-    return fmt::format("{:.3g}e+{}", mantissa, static_cast<long long>(std::floor(exponent)));
+void collect_generator(int /*count*/, int* perm, int* /*orbits*/, int /*numorbits*/, int /*stabvertex*/, int n) {
+    if (collected != nullptr) collected->emplace_back(perm, perm + n);
 }
 
-Symmetry automorphisms(const Topology& t) {
-    const std::size_t devices = t.devices.size();
-    const std::size_t n = devices + t.links.size();  // one vertex per device, one per link
-    if (n == 0) return Symmetry{};
+}  // namespace
+
+int ColouredGraph::add_vertex(std::string colour_name) {
+    colour.push_back(std::move(colour_name));
+    adjacency.emplace_back();
+    return static_cast<int>(colour.size() - 1);
+}
+
+void ColouredGraph::add_edge(int a, int b) {
+    adjacency[static_cast<std::size_t>(a)].push_back(b);
+    adjacency[static_cast<std::size_t>(b)].push_back(a);
+}
+
+double GraphSymmetry::order() const { return order_mantissa * std::pow(10.0, order_exponent); }
+
+std::vector<int> colour_ranks(const ColouredGraph& graph) {
+    std::map<std::string_view, int> rank;
+    for (const auto& c : graph.colour)
+        rank.emplace(c, 0);
+    int next = 0;
+    for (auto& [name, r] : rank)
+        r = next++;
+    std::vector<int> out;
+    out.reserve(graph.size());
+    for (const auto& c : graph.colour)
+        out.push_back(rank.at(c));
+    return out;
+}
+
+GraphSymmetry analyse(const ColouredGraph& graph, bool canonical) {
+    const auto ranks = colour_ranks(graph);
+    return analyse(ranks, graph.adjacency, canonical);
+}
+
+GraphSymmetry analyse(std::span<const int> colour, const std::vector<std::vector<int>>& adjacency, bool canonical) {
+    const std::size_t n = colour.size();
+    GraphSymmetry out;
+    if (n == 0) return out;
     if (n > 2'000'000) throw DataError("the topology is too large for a symmetry search");
 
     // Colour classes: nauty wants vertices listed class by class (lab) with ptn[i] = 0 closing each class.
-    std::map<std::string, std::vector<int>> classes;
-    for (const auto& d : t.devices)
-        classes[device_colour(d)].push_back(static_cast<int>(d.id));
-    for (const auto& l : t.links)
-        classes[link_colour(l)].push_back(static_cast<int>(devices + l.id));
-    std::vector<int> lab;
-    std::vector<int> ptn;
-    lab.reserve(n);
-    ptn.reserve(n);
-    for (const auto& [colour, members] : classes) {
-        for (std::size_t i = 0; i < members.size(); ++i) {
-            lab.push_back(members[i]);
-            ptn.push_back(i + 1 < members.size() ? 1 : 0);
-        }
-    }
+    std::vector<int> lab(n);
+    for (std::size_t v = 0; v < n; ++v)
+        lab[v] = static_cast<int>(v);
+    std::stable_sort(lab.begin(), lab.end(), [&](int a, int b) {
+        return colour[static_cast<std::size_t>(a)] < colour[static_cast<std::size_t>(b)];
+    });
+    std::vector<int> ptn(n, 1);
+    for (std::size_t i = 0; i < n; ++i)
+        if (i + 1 == n || colour[static_cast<std::size_t>(lab[i])] != colour[static_cast<std::size_t>(lab[i + 1])])
+            ptn[i] = 0;
 
-    // Each link l joins a, (devices + l) and b: degree of a device = its links, of a link vertex = 2.
-    std::vector<std::vector<int>> adjacency(n);
-    for (const auto& l : t.links) {
-        const int v = static_cast<int>(devices + l.id);
-        adjacency[l.a].push_back(v);
-        adjacency[l.b].push_back(v);
-        adjacency[static_cast<std::size_t>(v)] = {static_cast<int>(l.a), static_cast<int>(l.b)};
-    }
+    std::size_t edges = 0;
+    for (const auto& a : adjacency)
+        edges += a.size();
     SparseGraph sg;
-    const std::size_t edges = 4 * t.links.size();
-    SG_ALLOC(sg.g, n, edges, "automorphisms");
+    SG_ALLOC(sg.g, n, edges, "analyse");
     sg.g.nv = static_cast<int>(n);
     sg.g.nde = edges;
     std::size_t at = 0;
@@ -90,20 +110,76 @@ Symmetry automorphisms(const Topology& t) {
 
     DEFAULTOPTIONS_SPARSEGRAPH(options);
     options.defaultptn = FALSE;
-    options.getcanon = FALSE;
+    options.getcanon = canonical ? TRUE : FALSE;
+    options.userautomproc = collect_generator;
     statsblk stats;
-    std::vector<int> orbits(n);
+    out.orbits.resize(n);
     const int m = SETWORDSNEEDED(static_cast<int>(n));
     nauty_check(WORDSIZE, m, static_cast<int>(n), NAUTYVERSIONID);
-    sparsenauty(&sg.g, lab.data(), ptn.data(), orbits.data(), &options, &stats, nullptr);
+    SparseGraph canon;
+    collected = &out.generators;
+    sparsenauty(&sg.g, lab.data(), ptn.data(), out.orbits.data(), &options, &stats, canonical ? &canon.g : nullptr);
+    collected = nullptr;
     if (stats.errstatus != 0) throw InternalError(fmt::format("nauty failed with status {}", stats.errstatus));
+    out.order_mantissa = stats.grpsize1;
+    out.order_exponent = stats.grpsize2;
 
+    if (canonical) {
+        // The certificate: the colour at each canonical position, then the sorted neighbour lists of the
+        // canonical graph. Equal certificates mean isomorphic coloured graphs.
+        sortlists_sg(&canon.g);
+        out.labelling = lab;
+        out.certificate.reserve(2 * n + edges + 1);
+        out.certificate.push_back(static_cast<int>(n));
+        for (std::size_t i = 0; i < n; ++i)
+            out.certificate.push_back(colour[static_cast<std::size_t>(lab[i])]);
+        for (std::size_t v = 0; v < n; ++v) {
+            out.certificate.push_back(canon.g.d[v]);
+            for (int k = 0; k < canon.g.d[v]; ++k)
+                out.certificate.push_back(canon.g.e[canon.g.v[v] + static_cast<std::size_t>(k)]);
+        }
+    }
+    return out;
+}
+
+ColouredGraph coloured_graph(const Topology& t) {
+    ColouredGraph g;
+    for (const auto& d : t.devices)
+        g.add_vertex(device_colour(d));
+    for (const auto& l : t.links) {
+        const int v = g.add_vertex(link_colour(l));
+        g.add_edge(static_cast<int>(l.a), v);
+        g.add_edge(static_cast<int>(l.b), v);
+    }
+    return g;
+}
+
+std::string order_text(double mantissa, int exponent) {
+    if (exponent == 0 && mantissa < 1e15) return fmt::format("{:.0f}", mantissa);
+    const double e = std::log10(mantissa) + exponent;
+    const double m = std::pow(10.0, e - std::floor(e));
+    return fmt::format("{:.3g}e+{}", m, static_cast<long long>(std::floor(e)));
+}
+
+double Symmetry::order() const { return order_mantissa * std::pow(10.0, order_exponent); }
+
+std::string Symmetry::order_text() const { return topo::order_text(order_mantissa, order_exponent); }
+
+Symmetry automorphisms(const Topology& t) {
+    const GraphSymmetry g = analyse(coloured_graph(t), false);
     Symmetry s;
-    s.order_mantissa = stats.grpsize1;
-    s.order_exponent = stats.grpsize2;
+    s.order_mantissa = g.order_mantissa;
+    s.order_exponent = g.order_exponent;
+    const std::size_t devices = t.devices.size();
     s.orbit_of.resize(devices);
     for (std::size_t d = 0; d < devices; ++d)
-        s.orbit_of[d] = static_cast<DeviceId>(orbits[d]);
+        s.orbit_of[d] = static_cast<DeviceId>(g.orbits[d]);
+    for (const auto& perm : g.generators) {
+        std::vector<DeviceId> on_devices(devices);
+        for (std::size_t d = 0; d < devices; ++d)
+            on_devices[d] = static_cast<DeviceId>(perm[d]);
+        s.generators.push_back(std::move(on_devices));
+    }
     return s;
 }
 
