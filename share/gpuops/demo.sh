@@ -11,3 +11,10 @@ echo "== vp-probe --preset pcie-8gpu-gen4 --hosts 'gpu[01-04]' --fabric rail:200
 echo
 echo "== vp-probe --preset pcie-8gpu-gen4 --hosts gpu01 --format gres-conf"
 "$bin/vp-probe" --preset pcie-8gpu-gen4 --hosts gpu01 --format gres-conf
+echo
+echo "== vp-probe --preset pcie-8gpu-gen4 | vp-catalog --format text"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 | "$bin/vp-catalog" -q --format text
+echo
+echo "== vp-probe --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | vp-catalog --format text (summary)"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | "$bin/vp-catalog" -q --format text \
+  | sed -n '1,/build time/p'

@@ -1,4 +1,5 @@
-# make bench: runs bench_topo with repetitions, then bench_report's median/ratio table. Usage: sh report.sh BUILD_DIR
+# make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog.
+# Usage: sh report.sh BUILD_DIR
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -14,6 +15,11 @@ for tool in "$bench_topo" "$bench_report"; do
         exit 69
     fi
 done
+bench_catalog=$build/tests/perf/bench_catalog
+if [ ! -x "$bench_catalog" ]; then
+    echo "report.sh: error: $bench_catalog is missing (try: make build)" >&2
+    exit 69
+fi
 
 out=$build/bench
 mkdir -p "$out"
@@ -37,3 +43,9 @@ fi
 
 "$bench_report" --json "$report" "$raw"
 echo "Raw Google Benchmark output: $raw"
+
+# The catalog rows: whole builds of seconds each, timed by bench_catalog itself (a missed target prints FAIL).
+catalog_report=$out/bench-catalog.json
+echo ""
+echo "report.sh: running bench_catalog (${GPUOPS_BENCH_CATALOG_REPETITIONS:-3} builds per platform)" >&2
+"$bench_catalog" --json "$catalog_report"

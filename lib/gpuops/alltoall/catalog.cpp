@@ -46,19 +46,48 @@ struct LocalBuild {
     std::vector<LinkId> port_links;  // per port: the global link
 };
 
-LocalBuild build_local(const Topology& t, const Part& part) {
+LocalBuild build_local(const Topology& t, Part part) {
+    // Only what traffic can touch: GPUs, NICs, memories, the port ends, and everything above them. A disk or
+    // an idle bridge would otherwise tell two alike sockets or nodes apart.
+    std::set<DeviceId> keep;
+    const auto mark = [&](DeviceId d) {
+        for (; d != topo::no_device && keep.insert(d).second; d = t.devices[d].parent) {
+        }
+    };
+    for (DeviceId d : part.devices) {
+        const auto kind = t.devices[d].kind;
+        if (kind == DeviceKind::gpu || kind == DeviceKind::nic || kind == DeviceKind::cpu_memory ||
+            kind == DeviceKind::network_switch)
+            mark(d);
+    }
+    for (LinkId l : part.ports) {
+        const auto& link = t.links[l];
+        mark(std::binary_search(part.devices.begin(), part.devices.end(), link.a) ? link.a : link.b);
+    }
+    std::erase_if(part.devices, [&](DeviceId d) { return !keep.contains(d); });
     LocalBuild b;
     b.local = std::make_unique<Topology>();
     Topology& l = *b.local;
     l.source = {"part", part.name};
+    // A part inside one node becomes a one-node topology; a part spanning nodes (the exact method on a
+    // cluster) keeps its nodes and fabric.
     const int node = t.devices[part.devices.front()].node;
-    l.nodes.push_back(topo::Node{t.nodes.empty() ? std::string() : t.nodes[static_cast<std::size_t>(node)].hostname});
+    const bool one_node = std::all_of(part.devices.begin(), part.devices.end(), [&](DeviceId d) {
+        return t.devices[d].node == node || t.devices[d].kind == DeviceKind::network_switch;
+    });
+    if (one_node) {
+        l.nodes.push_back(
+            topo::Node{t.nodes.empty() ? std::string() : t.nodes[static_cast<std::size_t>(node)].hostname});
+    } else {
+        l.nodes = t.nodes;
+        l.fabric = t.fabric;
+    }
     std::unordered_map<DeviceId, DeviceId> local_of;
     for (DeviceId g : part.devices)
         local_of.emplace(g, static_cast<DeviceId>(local_of.size()));
     for (DeviceId g : part.devices) {
         topo::Device d = t.devices[g];
-        d.node = 0;
+        if (one_node) d.node = 0;
         const auto parent = local_of.find(d.parent);
         d.parent = parent == local_of.end() ? topo::no_device : parent->second;
         l.add_device(std::move(d));
@@ -650,7 +679,10 @@ Channel Catalog::compose(const std::vector<FlowIds>& per_domain,
         std::vector<DeviceId> via;
         if (pattern_ && pattern_->kind == "rail-aligned")
             via = {inside_end(link, i), inside_end(peer->first, peer->second)};
-        auto path = router_->path_through(via.empty() ? PathKind::direct : PathKind::direct, src, dst->second, via);
+        // Through the NIC the router would pick it is the direct path; through another, the rail choice.
+        const auto kind =
+            via.empty() || router_->nearest_nic(src) == via.front() ? PathKind::direct : PathKind::alternate_nic;
+        auto path = router_->path_through(kind, src, dst->second, via);
         std::sort(path.edges.begin(), path.edges.end());
         out.flows.push_back(
             Flow{path.src, path.dst, path.kind, std::move(path.via), std::move(path.edges), path.bottleneck});
@@ -752,7 +784,7 @@ Catalog Catalog::read(const Json& doc, const Topology& topology, std::string_vie
         if (method_name == "hierarchical") {
             method = CatalogMethod::hierarchical;
         } else if (method_name != "exact") {
-            throw method_view.error("expected \"exact\" or \"hierarchical\"");
+            throw method_view.error(R"(expected "exact" or "hierarchical")");
         }
         Catalog cat = decompose(topology, method, 0);
         const auto stated = root.at("topology").string_or_null("fingerprint");
@@ -764,7 +796,7 @@ Catalog Catalog::read(const Json& doc, const Topology& topology, std::string_vie
         }
         for (std::size_t ci = 0; ci < classes.size(); ++ci) {
             auto& c = cat.classes_[ci];
-            const View jc = classes[ci];
+            const View& jc = classes[ci];
             const auto domains = jc.at("domains").items();
             if (domains.size() != c.members.size()) {
                 throw jc.at("domains").error(
