@@ -16,6 +16,7 @@
 #include "gpuops/core/error.hpp"
 #include "gpuops/core/units.hpp"
 #include "gpuops/topo/symmetry.hpp"
+#include "gpuops/topo/topology_json.hpp"
 
 namespace gpuops::alltoall {
 namespace {
@@ -192,7 +193,7 @@ std::string edge_text(const Topology& t, EdgeId e) {
     return t.label(edge.from) + ">" + t.label(edge.to);
 }
 
-void validate(const Topology& t) {
+void check_catalogable(const Topology& t) {
     const auto gpus = t.devices_of(DeviceKind::gpu);
     if (gpus.empty()) throw DataError("the topology has no GPUs: there are no channels to catalog");
     if (gpus.size() < 2) throw DataError("the topology has one GPU: channels need at least two");
@@ -411,7 +412,7 @@ void Catalog::finish_class(DomainClass& c) const {
 }
 
 Catalog Catalog::decompose(const Topology& topology, CatalogMethod method, std::size_t exact_gpu_limit) {
-    validate(topology);
+    check_catalogable(topology);
     Catalog cat;
     cat.topology_ = std::make_shared<const Topology>(topology);
     const Topology& t = *cat.topology_;
@@ -699,7 +700,8 @@ Json Catalog::to_json(bool with_instances, std::size_t instance_limit) const {
     doc["topology"] = {{"source", {{"kind", t.source.kind}, {"name", t.source.name}}},
                        {"fingerprint", fingerprint_},
                        {"nodes", t.nodes.size()},
-                       {"gpus", t.devices_of(DeviceKind::gpu).size()}};
+                       {"gpus", t.devices_of(DeviceKind::gpu).size()},
+                       {"document", topo::to_json(t, "vp-catalog")}};
     doc["method"] = std::string(to_string(method_));
     doc["stats"] = {{"orbits", stats_.orbits},
                     {"raw_channels", count_json(stats_.raw_channels)},
@@ -860,6 +862,23 @@ Catalog Catalog::read(const Json& doc, const Topology& topology, std::string_vie
         if (e.where().file.empty()) throw e.in_file(std::string(source_name));
         throw;
     }
+}
+
+Catalog Catalog::read(const Json& doc, std::string_view source_name) {
+    std::optional<Topology> topology;
+    try {
+        json_io::check_header(doc, "gpuops.catalog", catalog_schema_version);
+        const View document = View(doc).at("topology").at("document");
+        try {
+            topology = topo::topology_from_json(document.json());
+        } catch (const DataError& e) {
+            throw e.under_pointer(document.pointer());
+        }
+    } catch (const DataError& e) {
+        if (e.where().file.empty()) throw e.in_file(std::string(source_name));
+        throw;
+    }
+    return read(doc, *topology, source_name);
 }
 
 std::string Catalog::summary() const {

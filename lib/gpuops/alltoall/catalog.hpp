@@ -98,6 +98,9 @@ public:
     [[nodiscard]] static Catalog read(const json_io::Json& doc, const topo::Topology& topology,
                                       std::string_view source_name);
 
+    /// The same, against the topology the document carries (topology.document): what vp-plan uses.
+    [[nodiscard]] static Catalog read(const json_io::Json& doc, std::string_view source_name);
+
     [[nodiscard]] json_io::Json to_json(bool with_instances, std::size_t instance_limit) const;
     [[nodiscard]] std::string summary() const;  ///< the --format text report
 
