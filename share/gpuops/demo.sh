@@ -18,3 +18,12 @@ echo
 echo "== vp-probe --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | vp-catalog --format text (summary)"
 "$bin/vp-probe" --preset pcie-8gpu-gen4 --nodes 4 --fabric rail:200Gb/s | "$bin/vp-catalog" -q --format text \
   | sed -n '1,/build time/p'
+echo
+moe=moe:experts=64,topk=8,tokens=4096,hidden=7168,dtype=bf16,zipf=1.2
+echo "== vp-plan --catalog catalog.json --demand $moe --algo variopath|direct --format text (summaries)"
+catalog=$(mktemp)
+trap 'rm -f "$catalog"' EXIT
+"$bin/vp-probe" --preset pcie-8gpu-gen4 | "$bin/vp-catalog" -q -o "$catalog"
+for algo in variopath direct; do
+  "$bin/vp-plan" -q --catalog "$catalog" --demand "$moe" --algo "$algo" --format text | head -5
+done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JSON Schemas in share/gpuops/schemas describe what the tools really write and read: every document
-# vp-probe writes for the presets, clusters and fixtures validates, and so do the calibration fixtures and
-# the catalogs vp-catalog builds for nodes and clusters.
+# vp-probe writes for the presets, clusters and fixtures validates, and so do the calibration fixtures, the
+# catalogs vp-catalog builds for nodes and clusters, the plans vp-plan makes (VarioPath and the baselines, on
+# generated and CSV demands), the demand documents they embed, and a flow model file vp-plan reads.
 set -u
 bin=$1 src=$2
 # Debian's interpreter first: python3-jsonschema installs there, whatever else is on PATH.
@@ -32,6 +33,50 @@ catalog "" --preset pcie-8gpu-gen4 --nodes 3 --fabric rail:200Gb/s
 catalog "" --preset pcie-8gpu-gen4 --nodes 32 --fabric rail  # raw_channels and compression overflow: null
 catalog "--method hierarchical" --preset pcie-8gpu-gen4  # sockets joined by their interconnect
 catalog "--expand" --preset pcie-4gpu-direct
+moe=moe:experts=64,topk=8,tokens=4096,hidden=7168,dtype=bf16,zipf=1.2
+# A flow model file (when its schema exists): vp-plan must accept it, and the plans below use it once.
+model=
+if [ -f "$src/share/gpuops/schemas/gpuops.model.v1.json" ]; then
+  model=$work/model-1.json
+  cat > "$model" <<'JSON'
+{"schema": "gpuops.model", "schema_version": 1, "generator": {"tool": "check-schemas", "version": "0"},
+ "alpha_us": 6.5, "eta": [1, 0.81, 0.7, 0.62], "latency_scale": 1.5,
+ "sources": {"alpha_us": "a test value", "eta": "a test value"}}
+JSON
+fi
+"$bin/vp-probe" -q --preset pcie-8gpu-gen4 > "$work/plan-topology-8.json"
+"$bin/vp-probe" -q --preset pcie-4gpu-direct --nodes 2 --fabric rail:200Gb/s > "$work/plan-topology-2x4.json"
+printf '%s\n' '# a measured matrix' gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7 \
+  0,1,2,3,4,5,6,7 1,0,0,0,0,0,0,0 65536,0,0,65536,0,0,0,1048576 0,0,0,0,0,0,0,0 \
+  7,6,5,4,3,2,1,0 0,4096,0,4096,0,4096,0,0 1,1,1,1,1,1,1,1 0,0,0,0,0,0,9,0 > "$work/demand-8.csv"
+p=0
+# plan "VP-PLAN OPTIONS": a plan, read back by vp-plan --check against the same topology.
+plan() {
+  p=$((p + 1)); local opts=$1 where
+  where=$(printf '%s\n' "$opts" | grep -oE -- '--(catalog|topology) [^ ]+')
+  # shellcheck disable=SC2086
+  "$bin/vp-plan" -q $opts > "$work/plan-$p.json" || { echo "vp-plan $opts failed"; exit 1; }
+  # shellcheck disable=SC2086
+  "$bin/vp-plan" -q $where --check "$work/plan-$p.json" > /dev/null || { echo "vp-plan $where --check of vp-plan $opts failed"; exit 1; }
+}
+plan "--catalog $work/catalog-1.json --demand $moe"                           # pcie-4gpu-direct, variopath
+plan "--catalog $work/catalog-1.json --demand uniform:bytes=0"                # nothing to send: no steps
+plan "--catalog $work/catalog-2.json --demand $moe"                           # pcie-8gpu-gen4, variopath
+plan "--catalog $work/catalog-2.json --demand $work/demand-8.csv"             # a CSV demand: no spec
+for algo in direct pairwise bvn; do
+  plan "--topology $work/plan-topology-8.json --algo $algo --demand zipf:s=1.2,bytes=64MiB,seed=7"
+  plan "--topology $work/plan-topology-2x4.json --algo $algo --demand hot:experts=2,fraction=0.5,bytes=4MiB"
+done
+[ -n "$model" ] && plan "--catalog $work/catalog-1.json --model $model --demand uniform:bytes=1MiB"
+# The demands the plans embed, as documents of their own; one is planned again from its file.
+"$py" - "$work" <<'PY'
+import glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "plan-[0-9]*.json"))):
+    n = os.path.basename(f)[len("plan-"):-len(".json")]
+    json.dump(json.load(open(f))["demand"], open(os.path.join(sys.argv[1], f"demand-{n}.json"), "w"))
+PY
+"$bin/vp-plan" -q --catalog "$work/catalog-2.json" --algo direct --demand "$work/demand-3.json" > /dev/null \
+  || { echo "vp-plan could not read back the demand of a plan"; exit 1; }
 "$py" - "$src/share/gpuops/schemas" "$work" "$src/tests/fixtures/links" <<'PY'
 import glob, json, os, sys
 import jsonschema
@@ -59,6 +104,34 @@ for what, ok in seen.items():
     if not ok:
         print(f"no catalog had {what}")
         b3 += 1
-print(f"{n1} topology, {n2} links and {n3} catalog documents checked, {b1 + b2 + b3} problems")
-sys.exit(1 if b1 + b2 + b3 or n1 < 10 or n2 < 2 or n3 < 6 else 0)
+plans = sorted(glob.glob(os.path.join(work, "plan-[0-9]*.json")))
+b4, n4 = check("gpuops.plan.v1.json", plans)
+b5, n5 = check("gpuops.demand.v1.json", sorted(glob.glob(os.path.join(work, "demand-[0-9]*.json"))))
+# The plan schema repeats the demand schema so that it stands alone: the two must agree.
+plan_schema = json.load(open(os.path.join(schemas, "gpuops.plan.v1.json")))
+demand_schema = json.load(open(os.path.join(schemas, "gpuops.demand.v1.json")))
+for key in ("type", "required", "properties"):
+    if plan_schema["$defs"]["demand"].get(key) != demand_schema.get(key):
+        print(f"gpuops.plan.v1.json: $defs/demand/{key} differs from gpuops.demand.v1.json")
+        b5 += 1
+docs = [json.load(open(f)) for f in plans]
+seen = {"an exclusive plan": any(d["exclusive"] for d in docs),
+        "a shared plan": any(not d["exclusive"] for d in docs),
+        "a plan without steps": any(not d["steps"] for d in docs),
+        "a demand without spec": any("spec" not in d["demand"] for d in docs),
+        "a path through via devices": any(t["via"] for d in docs for s in d["steps"] for t in s["transfers"]),
+        "a path across nodes": any("/" in t["src"] and t["src"].split("/")[0] != t["dst"].split("/")[0]
+                                   for d in docs for s in d["steps"] for t in s["transfers"])}
+for what, ok in seen.items():
+    if not ok:
+        print(f"no plan had {what}")
+        b4 += 1
+b6 = n6 = 0
+if os.path.exists(os.path.join(schemas, "gpuops.model.v1.json")):
+    b6, n6 = check("gpuops.model.v1.json", sorted(glob.glob(os.path.join(work, "model-*.json"))))
+    b6 += 0 if n6 >= 1 else 1
+bad = b1 + b2 + b3 + b4 + b5 + b6
+print(f"{n1} topology, {n2} links, {n3} catalog, {n4} plan, {n5} demand and {n6} model documents checked, "
+      f"{bad} problems")
+sys.exit(1 if bad or n1 < 10 or n2 < 2 or n3 < 6 or n4 < 10 or n5 != n4 else 0)
 PY

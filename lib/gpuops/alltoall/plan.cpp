@@ -1,0 +1,364 @@
+// The plan: chunk layout, the exactly-once checker, the cut lower bound, and the gpuops.plan document.
+#include "gpuops/alltoall/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "gpuops/core/error.hpp"
+
+namespace gpuops::alltoall {
+namespace {
+
+using json_io::Json;
+using json_io::View;
+using topo::DeviceId;
+using topo::DeviceKind;
+using topo::EdgeId;
+using topo::PathKind;
+using topo::Topology;
+
+double gbytes(double bytes_per_s) { return std::round(bytes_per_s / 1e3) / 1e6; }
+
+std::optional<PathKind> path_kind(std::string_view name) {
+    for (auto k : {PathKind::direct, PathKind::nic_loopback, PathKind::host_staging, PathKind::alternate_nic})
+        if (topo::to_string(k) == name) return k;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::uint64_t chunk_offset(const Demand& demand, std::size_t i, std::size_t j) {
+    std::uint64_t offset = 0;
+    for (std::size_t k = 0; k < j; ++k)
+        offset += demand.at(i, k);
+    return offset;
+}
+
+Transfer make_transfer(const Demand& demand, std::size_t i, std::size_t j, const topo::Path& path, std::uint64_t offset,
+                       std::uint64_t bytes) {
+    (void)demand;
+    Transfer t;
+    t.src = i;
+    t.dst = j;
+    t.kind = path.kind;
+    t.via = path.via;
+    t.edges = path.edges;
+    std::sort(t.edges.begin(), t.edges.end());
+    t.rate = path.bottleneck;
+    t.offset = offset;
+    t.bytes = bytes;
+    return t;
+}
+
+std::vector<std::string> check_plan(const Plan& plan, const Demand& demand, const topo::Router& router,
+                                    std::size_t max_violations) {
+    std::vector<std::string> v;
+    const Topology& t = router.topology();
+    const std::size_t n = demand.size();
+    const auto pair_text = [&](std::size_t i, std::size_t j) {
+        return fmt::format("{}->{}", t.label(demand.gpus[i]), t.label(demand.gpus[j]));
+    };
+    std::map<std::pair<std::size_t, std::size_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges;
+    for (std::size_t s = 0; s < plan.steps.size() && v.size() < max_violations; ++s) {
+        std::set<EdgeId> edges_used;
+        std::set<std::size_t> senders;
+        std::set<std::size_t> receivers;
+        for (std::size_t k = 0; k < plan.steps[s].transfers.size() && v.size() < max_violations; ++k) {
+            const Transfer& tr = plan.steps[s].transfers[k];
+            const auto where = fmt::format("step {} transfer {}", s, k);
+            if (tr.src >= n || tr.dst >= n) {
+                v.push_back(fmt::format("{}: no such GPU", where));
+                continue;
+            }
+            if (tr.src == tr.dst) {
+                v.push_back(fmt::format("{}: {} sends to itself over a link", where, t.label(demand.gpus[tr.src])));
+                continue;
+            }
+            try {
+                auto path = router.path_through(tr.kind, demand.gpus[tr.src], demand.gpus[tr.dst], tr.via);
+                std::sort(path.edges.begin(), path.edges.end());
+                if (path.edges != tr.edges) {
+                    v.push_back(fmt::format("{}: {} does not follow its {} path", where, pair_text(tr.src, tr.dst),
+                                            topo::to_string(tr.kind)));
+                    continue;
+                }
+            } catch (const DataError& e) {
+                v.push_back(fmt::format("{}: {}: {}", where, pair_text(tr.src, tr.dst), e.reason()));
+                continue;
+            }
+            if (plan.exclusive) {
+                if (!senders.insert(tr.src).second) {
+                    v.push_back(fmt::format("{}: {} sends twice in one step", where, t.label(demand.gpus[tr.src])));
+                }
+                if (!receivers.insert(tr.dst).second) {
+                    v.push_back(fmt::format("{}: {} receives twice in one step", where, t.label(demand.gpus[tr.dst])));
+                }
+                for (EdgeId e : tr.edges) {
+                    if (!edges_used.insert(e).second) {
+                        const auto edge = t.edge(e);
+                        v.push_back(fmt::format("{}: the edge {}->{} carries two transfers in one step", where,
+                                                t.label(edge.from), t.label(edge.to)));
+                        break;
+                    }
+                }
+            }
+            if (tr.bytes > 0) ranges[{tr.src, tr.dst}].emplace_back(tr.offset, tr.bytes);
+        }
+    }
+    // Every pair's chunk is tiled exactly: sorted ranges start where the previous one ended.
+    for (std::size_t i = 0; i < n && v.size() < max_violations; ++i) {
+        std::uint64_t start = 0;
+        for (std::size_t j = 0; j < n && v.size() < max_violations; ++j) {
+            const std::uint64_t size = demand.at(i, j);
+            const std::uint64_t chunk = start;
+            start += size;
+            if (i == j) continue;  // the diagonal is the GPU's own chunk: a local copy
+            auto it = ranges.find({i, j});
+            std::vector<std::pair<std::uint64_t, std::uint64_t>> rs;
+            if (it != ranges.end()) rs = std::move(it->second);
+            std::sort(rs.begin(), rs.end());
+            std::uint64_t at = chunk;
+            bool bad = false;
+            for (const auto& [offset, bytes] : rs) {
+                if (offset != at) {
+                    v.push_back(offset < at ? fmt::format("{}: bytes {}..{} of the send buffer are sent twice",
+                                                          pair_text(i, j), offset, std::min(at, offset + bytes))
+                                            : fmt::format("{}: bytes {}..{} of the send buffer are never sent",
+                                                          pair_text(i, j), at, offset));
+                    bad = true;
+                    break;
+                }
+                at = offset + bytes;
+            }
+            if (bad) continue;
+            if (at < chunk + size) {
+                v.push_back(fmt::format("{}: bytes {}..{} of the send buffer are never sent", pair_text(i, j), at,
+                                        chunk + size));
+            } else if (at > chunk + size) {
+                v.push_back(fmt::format("{}: {} bytes sent beyond its chunk of {} bytes", pair_text(i, j),
+                                        at - chunk - size, size));
+            }
+        }
+    }
+    if (!v.empty()) return v;
+    // The numbers: recomputed from the demand, the topology and the plan's model (documents round them to
+    // a thousandth of a microsecond).
+    const auto close = [](double a, double b) { return std::abs(a - b) <= 0.002 + 1e-9 * std::abs(b); };
+    const double bound = cut_lower_bound_us(demand, t);
+    if (!close(plan.lower_bound_us, bound)) {
+        v.push_back(fmt::format("the lower bound is {:.3f} us, not {:.3f} us", bound, plan.lower_bound_us));
+    }
+    Plan timed = plan;
+    time_plan_steps(timed, t);
+    if (!close(plan.predicted_time_us, timed.predicted_time_us)) {
+        v.push_back(fmt::format("the model predicts {:.3f} us for these steps, not {:.3f} us", timed.predicted_time_us,
+                                plan.predicted_time_us));
+    }
+    if (v.size() < max_violations && timed.predicted_time_us < bound * (1 - 1e-9)) {
+        v.push_back(fmt::format("the predicted time {:.3f} us is below the lower bound {:.3f} us",
+                                timed.predicted_time_us, bound));
+    }
+    return v;
+}
+
+void time_plan_steps(Plan& plan, const Topology& topology) {
+    plan.predicted_time_us = 0;
+    for (auto& step : plan.steps) {
+        std::vector<ModelFlow> flows;
+        flows.reserve(step.transfers.size());
+        for (const auto& tr : step.transfers) {
+            double latency = 0;
+            for (auto e : tr.edges)
+                latency += topology.edge(e).latency_us;
+            flows.push_back(ModelFlow{tr.edges, static_cast<double>(tr.bytes), latency});
+        }
+        step.time_us = plan.model.alpha_us + simulate_phase(topology, flows, plan.model).time_us;
+        plan.predicted_time_us += step.time_us;
+    }
+}
+
+double cut_lower_bound_us(const Demand& demand, const Topology& t) {
+    const std::size_t n = demand.size();
+    // Per device: traffic leaving/entering its subtree, split by whether the far end is in the same node.
+    struct Flow {
+        double out_same = 0, out_cross = 0, in_same = 0, in_cross = 0;
+    };
+    std::vector<Flow> cut(t.devices.size());
+    std::vector<std::vector<DeviceId>> chain(n);  // each GPU and its ancestors, bottom-up
+    for (std::size_t i = 0; i < n; ++i)
+        for (DeviceId d = demand.gpus[i]; d != topo::no_device; d = t.devices[d].parent)
+            chain[i].push_back(d);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            const auto bytes = static_cast<double>(demand.at(i, j));
+            if (i == j || bytes == 0) continue;
+            const bool same_node = t.devices[demand.gpus[i]].node == t.devices[demand.gpus[j]].node;
+            // Subtrees holding i but not j: everything on i's chain below the lowest common ancestor.
+            const auto& ci = chain[i];
+            const auto& cj = chain[j];
+            for (DeviceId d : ci) {
+                if (std::find(cj.begin(), cj.end(), d) != cj.end()) break;
+                (same_node ? cut[d].out_same : cut[d].out_cross) += bytes;
+            }
+            for (DeviceId d : cj) {
+                if (std::find(ci.begin(), ci.end(), d) != ci.end()) break;
+                (same_node ? cut[d].in_same : cut[d].in_cross) += bytes;
+            }
+        }
+    }
+    // Capacities: a subtree's uplink; the fabric ports of the NICs inside it (traffic to other nodes may leave
+    // through them instead); a socket's interconnect links (same-node traffic cannot avoid them).
+    std::vector<double> port_capacity(t.devices.size(), 0);
+    std::vector<double> side_capacity(t.devices.size(), 0);
+    for (const auto& l : t.links) {
+        if (l.kind == topo::LinkKind::network) {
+            for (DeviceId end : {l.a, l.b}) {
+                if (t.devices[end].kind != DeviceKind::nic) continue;
+                for (DeviceId d = end; d != topo::no_device; d = t.devices[d].parent)
+                    port_capacity[d] += l.bandwidth;
+            }
+        } else if (l.kind == topo::LinkKind::socket_interconnect) {
+            side_capacity[l.a] += l.bandwidth;
+            side_capacity[l.b] += l.bandwidth;
+        }
+    }
+    const auto uplinks = t.uplink_index();
+    double bound = 0;
+    const auto consider = [&](double bytes, double capacity) {
+        if (bytes > 0 && capacity > 0) bound = std::max(bound, bytes / capacity);
+    };
+    for (const auto& d : t.devices) {
+        const Flow& f = cut[d.id];
+        const double up = uplinks[d.id] ? t.links[*uplinks[d.id]].bandwidth : side_capacity[d.id];
+        consider(f.out_same, up);
+        consider(f.in_same, up);
+        consider(f.out_same + f.out_cross, up + port_capacity[d.id]);
+        consider(f.in_same + f.in_cross, up + port_capacity[d.id]);
+    }
+    // A node: everything to other nodes leaves through its fabric ports.
+    std::vector<double> node_out(t.nodes.size(), 0);
+    std::vector<double> node_in(t.nodes.size(), 0);
+    std::vector<double> node_ports(t.nodes.size(), 0);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            const int a = t.devices[demand.gpus[i]].node;
+            const int b = t.devices[demand.gpus[j]].node;
+            if (a == b) continue;
+            node_out[static_cast<std::size_t>(a)] += static_cast<double>(demand.at(i, j));
+            node_in[static_cast<std::size_t>(b)] += static_cast<double>(demand.at(i, j));
+        }
+    for (const auto& l : t.links)
+        if (l.kind == topo::LinkKind::network)
+            for (DeviceId end : {l.a, l.b})
+                if (t.devices[end].kind == DeviceKind::nic)
+                    node_ports[static_cast<std::size_t>(t.devices[end].node)] += l.bandwidth;
+    for (std::size_t k = 0; k < t.nodes.size(); ++k) {
+        consider(node_out[k], node_ports[k]);
+        consider(node_in[k], node_ports[k]);
+    }
+    return bound * 1e6;
+}
+
+Json to_json(const Plan& plan, const Demand& demand, const Topology& t) {
+    Json doc = json_io::make_header("gpuops.plan", plan_schema_version, "vp-plan");
+    doc["algorithm"] = plan.algorithm;
+    doc["exclusive"] = plan.exclusive;
+    doc["predicted_time_us"] = std::round(plan.predicted_time_us * 1000) / 1000;
+    doc["lower_bound_us"] = std::round(plan.lower_bound_us * 1000) / 1000;
+    doc["efficiency"] = std::round(plan.efficiency * 1e6) / 1e6;
+    doc["planning_time_us"] = std::round(plan.planning_time_us * 1000) / 1000;
+    doc["model"] = to_json(plan.model);
+    doc["demand"] = to_json(demand, t);  // the whole gpuops.demand: a plan is checkable on its own
+    Json steps = Json::array();
+    for (const auto& s : plan.steps) {
+        Json transfers = Json::array();
+        for (const auto& tr : s.transfers) {
+            Json via = Json::array();
+            for (DeviceId d : tr.via)
+                via.push_back(t.label(d));
+            transfers.push_back({{"src", t.label(demand.gpus[tr.src])},
+                                 {"dst", t.label(demand.gpus[tr.dst])},
+                                 {"path", std::string(topo::to_string(tr.kind))},
+                                 {"via", via},
+                                 {"offset_bytes", tr.offset},
+                                 {"bytes", tr.bytes},
+                                 {"rate_gbytes_per_s", gbytes(tr.rate)}});
+        }
+        steps.push_back({{"time_us", std::round(s.time_us * 1000) / 1000}, {"transfers", std::move(transfers)}});
+    }
+    doc["steps"] = std::move(steps);
+    return doc;
+}
+
+Plan plan_from_json(const Json& doc, const Demand& demand, const topo::Router& router, std::string_view source_name) {
+    try {
+        json_io::check_header(doc, "gpuops.plan", plan_schema_version);
+        const View root(doc);
+        const Topology& t = router.topology();
+        Plan plan;
+        plan.algorithm = root.at("algorithm").as_string();
+        plan.exclusive = root.at("exclusive").as_bool();
+        plan.predicted_time_us = root.at("predicted_time_us").as_number();
+        plan.lower_bound_us = root.at("lower_bound_us").as_number();
+        plan.efficiency = root.at("efficiency").as_number();
+        plan.planning_time_us = root.at("planning_time_us").as_number();
+        const View model = root.at("model");
+        try {
+            plan.model = read_model(model.json(), source_name);
+        } catch (const DataError& e) {
+            throw e.where().pointer.empty() ? e : e.under_pointer(model.pointer());
+        }
+        std::unordered_map<std::string, std::size_t> index;
+        for (std::size_t i = 0; i < demand.size(); ++i)
+            index.emplace(t.label(demand.gpus[i]), i);
+        const auto gpu = [&](const View& v) {
+            const auto it = index.find(v.as_string());
+            if (it == index.end()) throw v.error(fmt::format("no GPU {} in the topology", quote(v.as_string())));
+            return it->second;
+        };
+        for (const View& js : root.at("steps").items()) {
+            Step s;
+            s.time_us = js.at("time_us").as_number();
+            for (const View& jt : js.at("transfers").items()) {
+                Transfer tr;
+                tr.src = gpu(jt.at("src"));
+                tr.dst = gpu(jt.at("dst"));
+                const View kind = jt.at("path");
+                const auto k = path_kind(kind.as_string());
+                if (!k) throw kind.error(fmt::format("unknown path kind {}", quote(kind.as_string())));
+                tr.kind = *k;
+                for (const View& v : jt.at("via").items()) {
+                    const auto name = v.as_string();
+                    std::optional<DeviceId> found;
+                    for (const auto& d : t.devices)
+                        if (t.label(d.id) == name) found = d.id;
+                    if (!found) throw v.error(fmt::format("no device {} in the topology", quote(name)));
+                    tr.via.push_back(*found);
+                }
+                tr.offset = static_cast<std::uint64_t>(jt.at("offset_bytes").as_int(0, INT64_MAX));
+                tr.bytes = static_cast<std::uint64_t>(jt.at("bytes").as_int(0, INT64_MAX));
+                if (tr.src == tr.dst) throw jt.error("a transfer from a GPU to itself");
+                try {
+                    auto path = router.path_through(tr.kind, demand.gpus[tr.src], demand.gpus[tr.dst], tr.via);
+                    std::sort(path.edges.begin(), path.edges.end());
+                    tr.edges = std::move(path.edges);
+                    tr.rate = path.bottleneck;
+                } catch (const DataError& e) {
+                    throw jt.error(e.reason());
+                }
+                s.transfers.push_back(std::move(tr));
+            }
+            plan.steps.push_back(std::move(s));
+        }
+        return plan;
+    } catch (const DataError& e) {
+        if (e.where().file.empty()) throw e.in_file(std::string(source_name));
+        throw;
+    }
+}
+
+}  // namespace gpuops::alltoall

@@ -1,0 +1,60 @@
+// AlltoAllv planners: VarioPath over the channel catalog, and the baselines it is measured against, all
+// producing the same Plan and timed by the same flow model.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuops/alltoall/catalog.hpp"
+#include "gpuops/alltoall/demand.hpp"
+#include "gpuops/alltoall/flow_model.hpp"
+#include "gpuops/alltoall/plan.hpp"
+#include "gpuops/topo/routing.hpp"
+
+namespace gpuops::alltoall {
+
+/// variopath, direct, pairwise, bvn.
+[[nodiscard]] const std::vector<std::string>& algorithm_names();
+
+/// The VarioPath planner, built once per catalog and called per AlltoAllv: it keeps every channel instance of
+/// the catalog in flat arrays so that a call only scans numbers.
+class VarioPathPlanner {
+public:
+    /// The catalog must be exact (one node, or a small cluster cataloged whole). DataError otherwise.
+    VarioPathPlanner(const Catalog& catalog, const topo::Router& router);
+
+    /// Greedy in the style of Eclipse: each step takes the channel instance and the duration that serve the
+    /// most bytes per unit of time, counting the per-step overhead alpha; the served bytes leave the residual
+    /// demand; repeat until nothing is left.
+    [[nodiscard]] Plan plan(const Demand& demand, const ModelParams& model) const;
+
+private:
+    struct PairFlow {
+        std::size_t src = 0;  ///< GPU index (the topology's GPU order)
+        std::size_t dst = 0;
+        topo::Path path;
+    };
+    std::vector<PairFlow> flows_;                ///< the class space's flows, on the topology
+    std::vector<std::uint32_t> instance_start_;  ///< instance k is instance_flows_[start[k], start[k+1])
+    std::vector<std::uint32_t> instance_flows_;
+    std::vector<double> instance_rate_;  ///< per instance: its flows' rates together (bytes/s), descending
+    std::size_t gpus_ = 0;
+};
+
+/// Plans `demand` with algorithm `name` (variopath needs `catalog`), times it with the flow model, and fills
+/// in the lower bound, the efficiency and the planning time.
+[[nodiscard]] Plan make_plan(std::string_view name, const Demand& demand, const topo::Router& router,
+                             const Catalog* catalog, const ModelParams& model);
+
+/// The baselines' steps (times left at zero): direct (every pair at once on its default path), pairwise
+/// (n-1 rounds, round s pairs i with i+s), bvn (Birkhoff–von Neumann permutations of the demand, ignoring
+/// the PCIe tree).
+[[nodiscard]] Plan plan_direct(const Demand& demand, const topo::Router& router);
+[[nodiscard]] Plan plan_pairwise(const Demand& demand, const topo::Router& router);
+[[nodiscard]] Plan plan_bvn(const Demand& demand, const topo::Router& router);
+
+/// Fills in step times and the predicted time from the flow model, the lower bound and the efficiency.
+void time_plan(Plan& plan, const Demand& demand, const topo::Topology& topology, const ModelParams& model);
+
+}  // namespace gpuops::alltoall
