@@ -55,6 +55,13 @@ VarioPathPlanner::VarioPathPlanner(const Catalog& catalog, const topo::Router& r
         const auto dst = domain.global[f.dst];
         flows_.push_back(PairFlow{index_of[src], index_of[dst], router.path_through(f.kind, src, dst, via)});
     }
+    edge_count_ = t.edge_count();
+    for (topo::EdgeId e = 0; e < edge_count_; ++e)
+        capacity_.push_back(t.edge(e).bandwidth);
+    default_edges_.resize(gpus_ * gpus_);
+    for (std::size_t i = 0; i < gpus_; ++i)
+        for (std::size_t j = 0; j < gpus_; ++j)
+            if (i != j) default_edges_[i * gpus_ + j] = router.route(gpus[i], gpus[j]).edges;
     // Instances by their total rate, fastest first: a step's score (bytes per second) never exceeds the rate
     // of its instance's flows together, so the scan stops at the first instance that cannot win.
     std::vector<std::pair<double, FlowIds>> all;
@@ -103,7 +110,32 @@ Plan VarioPathPlanner::plan(const Demand& demand, const ModelParams& model) cons
     constexpr std::size_t max_flows = 64;
     std::array<double, max_flows> drain{};  // seconds each active flow of an instance needs
     std::array<double, max_flows> flow_rate{};
+    // Each flow's weight: how loaded the most loaded edge it crosses is, against the most loaded edge of all
+    // (residual bytes on default paths over capacity). Serving a byte on the bottleneck counts fully, a byte
+    // on an idle part of the tree less: plain bytes per second would fill steps with cheap intra-switch flows
+    // and leave the bottleneck (often the socket interconnect) for the end.
+    std::vector<double> load(edge_count_);
+    std::vector<double> weight(flows_.size());
+    const auto reweigh = [&] {
+        std::fill(load.begin(), load.end(), 0.0);
+        for (std::size_t p = 0; p < n * n; ++p)
+            if (residual[p] > 0)
+                for (auto e : default_edges_[p])
+                    load[e] += static_cast<double>(residual[p]);
+        double top = 0;
+        for (std::size_t e = 0; e < edge_count_; ++e) {
+            load[e] /= capacity_[e];
+            top = std::max(top, load[e]);
+        }
+        for (std::size_t f = 0; f < flows_.size(); ++f) {
+            double w = 0;
+            for (auto e : flows_[f].path.edges)
+                w = std::max(w, load[e]);
+            weight[f] = top > 0 ? std::max(w / top, 1e-3) : 1;
+        }
+    };
     while (left > 0) {
+        reweigh();
         double best_score = -1;
         std::size_t best_instance = 0;
         double best_tau = 0;
@@ -116,8 +148,8 @@ Plan VarioPathPlanner::plan(const Demand& demand, const ModelParams& model) cons
                 const auto r = residual[slot[f]];
                 if (r == 0) continue;
                 drain[active] = static_cast<double>(r) / rate[f];
-                flow_rate[active] = rate[f];
-                total_rate += rate[f];
+                flow_rate[active] = rate[f] * weight[f];
+                total_rate += flow_rate[active];
                 ++active;
             }
             if (active == 0 || total_rate <= best_score) continue;

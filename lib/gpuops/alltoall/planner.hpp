@@ -35,7 +35,10 @@ private:
         std::size_t dst = 0;
         topo::Path path;
     };
-    std::vector<PairFlow> flows_;                ///< the class space's flows, on the topology
+    std::vector<PairFlow> flows_;                           ///< the class space's flows, on the topology
+    std::vector<std::vector<topo::EdgeId>> default_edges_;  ///< per GPU pair (i·n + j): its default path
+    std::size_t edge_count_ = 0;
+    std::vector<double> capacity_;               ///< per directed edge, bytes/s
     std::vector<std::uint32_t> instance_start_;  ///< instance k is instance_flows_[start[k], start[k+1])
     std::vector<std::uint32_t> instance_flows_;
     std::vector<double> instance_rate_;  ///< per instance: its flows' rates together (bytes/s), descending
