@@ -15,39 +15,7 @@
 #include "gpuops/core/json_io.hpp"
 #include "gpuops/topo/probe.hpp"
 
-namespace {
-
 using namespace gpuops;
-
-std::string summary(const alltoall::Plan& plan, const alltoall::Demand& demand, const topo::Topology& t) {
-    const auto plural = [](std::size_t n, std::string_view word) {
-        return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-    };
-    std::string out = fmt::format("{} plan for {} ({} GPUs, {} bytes): {}\n", plan.algorithm, demand.source,
-                                  demand.size(), demand.total(), plural(plan.steps.size(), "step"));
-    out += fmt::format("  predicted time   {:.3f} us\n", plan.predicted_time_us);
-    out += fmt::format("  lower bound      {:.3f} us\n", plan.lower_bound_us);
-    out += fmt::format("  efficiency       {:.3f}\n", plan.efficiency);
-    out += fmt::format("  planning time    {:.1f} us\n", plan.planning_time_us);
-    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        const auto& step = plan.steps[s];
-        std::uint64_t bytes = 0;
-        for (const auto& tr : step.transfers)
-            bytes += tr.bytes;
-        out += fmt::format("  step {:>3}: {:>9.3f} us  {:>13}  {:>12} bytes", s, step.time_us,
-                           plural(step.transfers.size(), "transfer"), bytes);
-        if (step.transfers.size() <= 8) {
-            for (const auto& tr : step.transfers)
-                out +=
-                    fmt::format("  {}->{}{}", t.label(demand.gpus[tr.src]), t.label(demand.gpus[tr.dst]),
-                                tr.kind == topo::PathKind::direct ? "" : fmt::format("({})", topo::to_string(tr.kind)));
-        }
-        out += "\n";
-    }
-    return out;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     cli::Tool tool("vp-plan",
@@ -71,7 +39,7 @@ int main(int argc, char** argv) {
                        "A gpuops.demand or CSV matrix FILE, or a generator SPEC: uniform:bytes=B, zipf:s=S,bytes=B,\n"
                        "hot:experts=K,fraction=F, moe:experts=E,topk=K,tokens=T,hidden=H,dtype=bf16|fp8,zipf=S,...")
             ->type_name("FILE|SPEC");
-    auto* algo_opt = app.add_option("--algo", algo, "variopath (default), direct, pairwise or bvn")
+    auto* algo_opt = app.add_option("--algo", algo, "variopath (default), direct, pairwise, bvn or deepep-pcie")
                          ->check(CLI::IsMember(alltoall::algorithm_names()))
                          ->type_name("NAME");
     auto* model_opt =
@@ -161,7 +129,7 @@ int main(int argc, char** argv) {
                               plan.algorithm, plan.steps.size(), plan.predicted_time_us, plan.lower_bound_us,
                               plan.efficiency, plan.planning_time_us));
         if (common.format == "text") {
-            tool.write(summary(plan, demand, *topology));
+            tool.write(alltoall::render_text(plan, demand, *topology));
         } else {
             tool.write(json_io::dump(alltoall::to_json(plan, demand, *topology), !common.compact));
         }

@@ -361,4 +361,32 @@ Plan plan_from_json(const Json& doc, const Demand& demand, const topo::Router& r
     }
 }
 
+std::string render_text(const Plan& plan, const Demand& demand, const Topology& t) {
+    const auto plural = [](std::size_t n, std::string_view word) {
+        return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+    };
+    std::string out = fmt::format("{} plan for {} ({} GPUs, {} bytes): {}\n", plan.algorithm, demand.source,
+                                  demand.size(), demand.total(), plural(plan.steps.size(), "step"));
+    out += fmt::format("  predicted time   {:.3f} us\n", plan.predicted_time_us);
+    out += fmt::format("  lower bound      {:.3f} us\n", plan.lower_bound_us);
+    out += fmt::format("  efficiency       {:.3f}\n", plan.efficiency);
+    out += fmt::format("  planning time    {:.1f} us\n", plan.planning_time_us);
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const auto& step = plan.steps[s];
+        std::uint64_t bytes = 0;
+        for (const auto& tr : step.transfers)
+            bytes += tr.bytes;
+        out += fmt::format("  step {:>3}: {:>9.3f} us  {:>13}  {:>12} bytes", s, step.time_us,
+                           plural(step.transfers.size(), "transfer"), bytes);
+        if (step.transfers.size() <= 8) {
+            for (const auto& tr : step.transfers)
+                out +=
+                    fmt::format("  {}->{}{}", t.label(demand.gpus[tr.src]), t.label(demand.gpus[tr.dst]),
+                                tr.kind == topo::PathKind::direct ? "" : fmt::format("({})", topo::to_string(tr.kind)));
+        }
+        out += "\n";
+    }
+    return out;
+}
+
 }  // namespace gpuops::alltoall

@@ -73,6 +73,9 @@ struct Plan {
 /// Step times and the predicted time from the plan's model: per step alpha + the flow model's phase time.
 void time_plan_steps(Plan& plan, const topo::Topology& topology);
 
+/// The --format text view: the totals, then one line per step (its transfers when there are at most 8).
+[[nodiscard]] std::string render_text(const Plan& plan, const Demand& demand, const topo::Topology& topology);
+
 [[nodiscard]] json_io::Json to_json(const Plan& plan, const Demand& demand, const topo::Topology& topology);
 /// Reads a gpuops.plan document against the demand's topology; DataError with JSON pointers.
 [[nodiscard]] Plan plan_from_json(const json_io::Json& doc, const Demand& demand, const topo::Router& router,

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuops/alltoall/deepep.hpp"
 #include "gpuops/core/error.hpp"
 
 namespace gpuops::alltoall {
@@ -21,7 +22,7 @@ constexpr double max_instances = 4e6;
 }  // namespace
 
 const std::vector<std::string>& algorithm_names() {
-    static const std::vector<std::string> names{"variopath", "direct", "pairwise", "bvn"};
+    static const std::vector<std::string> names{"variopath", "direct", "pairwise", "bvn", "deepep-pcie"};
     return names;
 }
 
@@ -219,8 +220,11 @@ Plan make_plan(std::string_view name, const Demand& demand, const topo::Router& 
         plan = plan_pairwise(demand, router);
     } else if (name == "bvn") {
         plan = plan_bvn(demand, router);
+    } else if (name == "deepep-pcie") {
+        plan = plan_deepep_pcie(demand, router);
     } else {
-        throw UsageError(fmt::format("unknown algorithm {} (known: variopath, direct, pairwise, bvn)", quote(name)));
+        throw UsageError(
+            fmt::format("unknown algorithm {} (known: variopath, direct, pairwise, bvn, deepep-pcie)", quote(name)));
     }
     plan.planning_time_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     time_plan(plan, demand, router.topology(), model);

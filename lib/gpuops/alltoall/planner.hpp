@@ -14,7 +14,7 @@
 
 namespace gpuops::alltoall {
 
-/// variopath, direct, pairwise, bvn.
+/// variopath, direct, pairwise, bvn, deepep-pcie.
 [[nodiscard]] const std::vector<std::string>& algorithm_names();
 
 /// The VarioPath planner, built once per catalog and called per AlltoAllv: it keeps every channel instance of
