@@ -1,4 +1,5 @@
-# make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog.
+# make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog, then
+# bench_plan.
 # Usage: sh report.sh BUILD_DIR
 set -eu
 
@@ -16,10 +17,13 @@ for tool in "$bench_topo" "$bench_report"; do
     fi
 done
 bench_catalog=$build/tests/perf/bench_catalog
-if [ ! -x "$bench_catalog" ]; then
-    echo "report.sh: error: $bench_catalog is missing (try: make build)" >&2
-    exit 69
-fi
+bench_plan=$build/tests/perf/bench_plan
+for tool in "$bench_catalog" "$bench_plan"; do
+    if [ ! -x "$tool" ]; then
+        echo "report.sh: error: $tool is missing (try: make build)" >&2
+        exit 69
+    fi
+done
 
 out=$build/bench
 mkdir -p "$out"
@@ -49,3 +53,10 @@ catalog_report=$out/bench-catalog.json
 echo ""
 echo "report.sh: running bench_catalog (${GPUOPS_BENCH_CATALOG_REPETITIONS:-3} builds per platform)" >&2
 "$bench_catalog" --json "$catalog_report"
+
+# The planner rows: modelled time, efficiency and speedups per platform and demand, then planning latency; a
+# plan whose planning and model run past GPUOPS_BENCH_PLAN_BUDGET_S seconds (default 60) is skipped, not waited for.
+plan_report=$out/bench-plan.json
+echo ""
+echo "report.sh: running bench_plan (budget ${GPUOPS_BENCH_PLAN_BUDGET_S:-60}s per plan; about 5 minutes)" >&2
+"$bench_plan" --json "$plan_report"
