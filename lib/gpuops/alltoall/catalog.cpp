@@ -468,58 +468,6 @@ std::vector<FlowIds> Catalog::instances(std::size_t cls, std::size_t index, std:
     return expand_orbit(*c.space, c.channels.at(index).flows, limit);
 }
 
-Channel Catalog::place(std::size_t domain, std::span<const FlowId> channel) const {
-    const Domain& d = domains_.at(domain);
-    const DomainClass& c = classes_[d.domain_class];
-    Channel out;
-    for (FlowId id : channel) {
-        const Flow& f = c.space->flows()[id];
-        Flow g = f;
-        g.src = d.global[f.src];
-        g.dst = d.global[f.dst];
-        for (auto& v : g.via)
-            v = d.global[v];
-        g.edges.clear();
-        // Local links map to global links by their ends (ports map to the global port link).
-        for (EdgeId e : f.edges) {
-            const auto edge = c.local->edge(e);
-            const auto pf = std::find(c.ports.begin(), c.ports.end(), edge.from);
-            const auto pt = std::find(c.ports.begin(), c.ports.end(), edge.to);
-            if (pf != c.ports.end() || pt != c.ports.end()) {
-                const auto k = static_cast<std::size_t>((pf != c.ports.end() ? pf : pt) - c.ports.begin());
-                const auto& link = topology_->links[d.port_links[k]];
-                const DeviceId inside = d.global[pf != c.ports.end() ? edge.to : edge.from];
-                const bool leaving = pt != c.ports.end();
-                const bool a_inside = link.a == inside;
-                g.edges.push_back(leaving == a_inside ? Topology::up_edge(link.id) : Topology::down_edge(link.id));
-                continue;
-            }
-            const DeviceId from = d.global[edge.from];
-            const DeviceId to = d.global[edge.to];
-            bool found = false;
-            for (LinkId l : topology_->links_of(from)) {
-                const auto& link = topology_->links[l];
-                if (link.a == from && link.b == to) {
-                    g.edges.push_back(Topology::up_edge(l));
-                    found = true;
-                    break;
-                }
-                if (link.b == from && link.a == to) {
-                    g.edges.push_back(Topology::down_edge(l));
-                    found = true;
-                    break;
-                }
-            }
-            if (!found) throw InternalError("a local edge has no global link");
-        }
-        std::sort(g.edges.begin(), g.edges.end());
-        if (std::find(c.ports.begin(), c.ports.end(), f.src) != c.ports.end()) g.src = topo::no_device;
-        if (std::find(c.ports.begin(), c.ports.end(), f.dst) != c.ports.end()) g.dst = topo::no_device;
-        out.flows.push_back(std::move(g));
-    }
-    return out;
-}
-
 Channel Catalog::compose(const std::vector<FlowIds>& per_domain,
                          const std::vector<std::vector<std::size_t>>& rail_peers) const {
     if (per_domain.size() != domains_.size()) throw InternalError("compose: one channel per domain");

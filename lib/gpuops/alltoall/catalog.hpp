@@ -120,9 +120,6 @@ public:
 
     /// Every channel of the orbit of channel `index` of class `cls`, in the class's space.
     [[nodiscard]] std::vector<FlowIds> instances(std::size_t cls, std::size_t index, std::size_t limit) const;
-    /// A channel of the class's space placed on a domain: its flows in global device ids. Flows to or from a
-    /// port are cut at the port: they come back with `dst` (or `src`) set to the port link's end in the domain.
-    [[nodiscard]] Channel place(std::size_t domain, std::span<const FlowId> channel) const;
     /// One concrete channel of the whole topology: per domain a channel of its class's space (sorted flow ids),
     /// and for hierarchical catalogs per rail a derangement of the nodes (node index → peer node index). Port
     /// flows are joined across the pattern through the global router. DataError when the halves do not meet.
