@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     std::string algo = "variopath";
     std::string model_path;
     std::string check_path;
+    std::string search = "packing";
     auto& app = tool.app();
     app.add_option("--catalog", catalog_path, "A gpuops.catalog from vp-catalog (it carries its topology)")
         ->type_name("FILE");
@@ -39,9 +40,15 @@ int main(int argc, char** argv) {
                        "A gpuops.demand or CSV matrix FILE, or a generator SPEC: uniform:bytes=B, zipf:s=S,bytes=B,\n"
                        "hot:experts=K,fraction=F, moe:experts=E,topk=K,tokens=T,hidden=H,dtype=bf16|fp8,zipf=S,...")
             ->type_name("FILE|SPEC");
-    auto* algo_opt = app.add_option("--algo", algo, "variopath (default), direct, pairwise, bvn or deepep-pcie")
+    auto* algo_opt = app.add_option("--algo", algo, "variopath (default), direct, pairwise, bvn, deepep-pcie or fast")
                          ->check(CLI::IsMember(alltoall::algorithm_names()))
                          ->type_name("NAME");
+    auto* search_opt =
+        app.add_option("--search", search,
+                       "How variopath finds each step: packing (default; about a millisecond for 8 GPUs, any catalog)\n"
+                       "or scan (every channel instance of an exact catalog; 100-1000x slower)")
+            ->check(CLI::IsMember({"packing", "scan"}))
+            ->type_name("HOW");
     auto* model_opt =
         app.add_option("--model", model_path, "A gpuops.model file (alpha, eta, with sources) instead of the defaults")
             ->type_name("FILE");
@@ -55,9 +62,10 @@ int main(int argc, char** argv) {
         if (!catalog_path.empty() && topology_opt->count() > 0) {
             throw UsageError("give --catalog or --topology, not both (a catalog carries its topology)");
         }
-        if (!check_path.empty() && (demand_opt->count() + algo_opt->count() + model_opt->count()) > 0) {
+        if (!check_path.empty() &&
+            (demand_opt->count() + algo_opt->count() + model_opt->count() + search_opt->count()) > 0) {
             throw UsageError("--check reads the demand, the algorithm and the model from the plan: drop --demand, "
-                             "--algo and --model");
+                             "--algo, --search and --model");
         }
         std::optional<alltoall::Catalog> catalog;
         std::optional<topo::Topology> topology;
@@ -123,7 +131,9 @@ int main(int argc, char** argv) {
         if (demand_spec.empty()) throw UsageError("give --demand FILE or a generator SPEC");
         const auto demand = alltoall::load_demand(demand_spec, *topology);
         if (algo == "variopath" && !catalog) throw UsageError("the variopath algorithm needs --catalog");
-        const auto plan = alltoall::make_plan(algo, demand, router, catalog ? &*catalog : nullptr, model);
+        const auto plan =
+            alltoall::make_plan(algo, demand, router, catalog ? &*catalog : nullptr, model,
+                                search == "scan" ? alltoall::StepSearch::scan : alltoall::StepSearch::packing);
         tool.note(fmt::format("{}: {} steps, predicted {:.3f} us, lower bound {:.3f} us, efficiency {:.3f}, planned in "
                               "{:.1f} us",
                               plan.algorithm, plan.steps.size(), plan.predicted_time_us, plan.lower_bound_us,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The JSON Schemas in share/gpuops/schemas describe what the tools really write and read: every document
 # vp-probe writes for the presets, clusters and fixtures validates, and so do the calibration fixtures, the
-# catalogs vp-catalog builds for nodes and clusters, the plans vp-plan makes (VarioPath and the baselines, on
-# generated and CSV demands), the demand documents they embed, and a flow model file vp-plan reads.
+# catalogs vp-catalog builds for nodes and clusters, the plans vp-plan makes (VarioPath and the baselines, fast's
+# relayed hops included, on generated and CSV demands), the demand documents they embed, and a flow model file
+# vp-plan reads.
 set -u
 bin=$1 src=$2
 # Debian's interpreter first: python3-jsonschema installs there, whatever else is on PATH.
@@ -63,7 +64,7 @@ plan "--catalog $work/catalog-1.json --demand $moe"                           # 
 plan "--catalog $work/catalog-1.json --demand uniform:bytes=0"                # nothing to send: no steps
 plan "--catalog $work/catalog-2.json --demand $moe"                           # pcie-8gpu-gen4, variopath
 plan "--catalog $work/catalog-2.json --demand $work/demand-8.csv"             # a CSV demand: no spec
-for algo in direct pairwise bvn; do
+for algo in direct pairwise bvn fast; do
   plan "--topology $work/plan-topology-8.json --algo $algo --demand zipf:s=1.2,bytes=64MiB,seed=7"
   plan "--topology $work/plan-topology-2x4.json --algo $algo --demand hot:experts=2,fraction=0.5,bytes=4MiB"
 done
@@ -120,6 +121,7 @@ seen = {"an exclusive plan": any(d["exclusive"] for d in docs),
         "a plan without steps": any(not d["steps"] for d in docs),
         "a demand without spec": any("spec" not in d["demand"] for d in docs),
         "a path through via devices": any(t["via"] for d in docs for s in d["steps"] for t in s["transfers"]),
+        "a relayed hop (origin)": any("origin" in t for d in docs for s in d["steps"] for t in s["transfers"]),
         "a path across nodes": any("/" in t["src"] and t["src"].split("/")[0] != t["dst"].split("/")[0]
                                    for d in docs for s in d["steps"] for t in s["transfers"])}
 for what, ok in seen.items():

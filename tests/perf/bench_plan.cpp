@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <ctime>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +21,7 @@
 
 #include "gpuops/alltoall/catalog.hpp"
 #include "gpuops/alltoall/demand.hpp"
+#include "gpuops/alltoall/fast.hpp"
 #include "gpuops/alltoall/flow_model.hpp"
 #include "gpuops/alltoall/plan.hpp"
 #include "gpuops/alltoall/planner.hpp"
@@ -32,15 +32,6 @@
 #include "gpuops/topo/cluster.hpp"
 #include "gpuops/topo/presets.hpp"
 #include "gpuops/topo/routing.hpp"
-
-// FAST lands beside this bench; until its header exists the bench says "not built yet". (A header that
-// appears later is not a dependency of this file yet: touch it or reconfigure to pick it up.)
-#if __has_include("gpuops/alltoall/fast.hpp")
-#include "gpuops/alltoall/fast.hpp"
-#define GPUOPS_BENCH_HAS_FAST 1
-#else
-#define GPUOPS_BENCH_HAS_FAST 0
-#endif
 
 namespace {
 
@@ -55,10 +46,8 @@ constexpr std::string_view budget_variable = "GPUOPS_BENCH_PLAN_BUDGET_S";
 constexpr double default_budget_seconds = 60;
 constexpr std::string_view fabric = "rail";
 constexpr std::string_view variopath = "variopath";
-/// The FAST baseline (plan_fast): benched beside algorithm_names() until make_plan knows it.
-constexpr std::string_view fast = "fast";
-constexpr bool fast_built = GPUOPS_BENCH_HAS_FAST == 1;
-constexpr std::string_view fast_missing = "not built yet: no plan_fast (lib/gpuops/alltoall/fast.hpp)";
+/// VarioPath with --search scan: the exhaustive reference on single nodes, beside the table.
+constexpr std::string_view variopath_scan = "variopath --search scan";
 
 // The targets.
 constexpr double target_geomean_efficiency = 0.90;
@@ -116,6 +105,7 @@ struct Machine {
     std::unique_ptr<topo::Router> router;
     std::unique_ptr<alltoall::Catalog> catalog;
     std::unique_ptr<alltoall::VarioPathPlanner> planner;
+    std::unique_ptr<alltoall::VarioPathPlanner> scan;  ///< single nodes with a listable catalog
     std::string planner_missing;  ///< the library's DataError when the planner cannot be built here
     std::size_t gpus = 0;
 };
@@ -135,6 +125,13 @@ std::unique_ptr<Machine> make_machine(const Platform& p) {
         m->planner = std::make_unique<alltoall::VarioPathPlanner>(*m->catalog, *m->router);
     } catch (const gpuops::DataError& e) {
         m->planner_missing = e.what();
+    }
+    if (p.nodes == 1) {
+        try {
+            m->scan = std::make_unique<alltoall::VarioPathPlanner>(*m->catalog, *m->router, alltoall::StepSearch::scan);
+        } catch (const gpuops::DataError&) {
+            // Too many channels to list (the 10-GPU box): no reference row.
+        }
     }
     return m;
 }
@@ -163,36 +160,8 @@ BaselineFn baseline(std::string_view name) {
     if (name == "direct") return &alltoall::plan_direct;
     if (name == "pairwise") return &alltoall::plan_pairwise;
     if (name == "bvn") return &alltoall::plan_bvn;
-#if GPUOPS_BENCH_HAS_FAST
-    if (name == fast) return &alltoall::plan_fast;
-#endif
+    if (name == "fast") return &alltoall::plan_fast;
     return nullptr;
-}
-
-/// Every planner make_plan knows, and fast where it is built.
-const std::vector<std::string>& bench_algorithms() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> all = alltoall::algorithm_names();
-        if (fast_built && std::find(all.begin(), all.end(), fast) == all.end()) all.emplace_back(fast);
-        return all;
-    }();
-    return names;
-}
-
-bool fast_benched() {
-    const auto& all = bench_algorithms();
-    return std::find(all.begin(), all.end(), fast) != all.end();
-}
-
-/// FAST relays bytes across nodes (a hop carries another GPU's chunk), which check_plan cannot tile per pair
-/// until a Transfer names its origin (fast.hpp): there it checks paths and self-sends, not the byte ranges.
-bool relayed(std::string_view name, const topo::Topology& topology) {
-    return name == fast && topology.nodes.size() > 1;
-}
-
-bool is_tiling_violation(const std::string& v) {
-    return v.find("of the send buffer are") != std::string::npos ||
-           v.find("bytes sent beyond its chunk") != std::string::npos;
 }
 
 /// Runs the planner the name stands for once and returns the plan with its planning time (the call alone,
@@ -203,6 +172,8 @@ alltoall::Plan plan_once(const Machine& m, std::string_view name, const alltoall
     alltoall::Plan plan;
     if (name == variopath) {
         plan = m.planner->plan(demand, model);
+    } else if (name == variopath_scan) {
+        plan = m.scan->plan(demand, model);
     } else if (const BaselineFn fn = baseline(name)) {
         plan = fn(demand, *m.router);
     } else {
@@ -257,8 +228,7 @@ struct Cell {
     double planning_time_us = 0;
     std::size_t steps = 0;
     std::size_t transfers = 0;
-    double bench_seconds = 0;    ///< planning, the model and check_plan, as this bench spent them
-    bool ranges_checked = true;  ///< false: relayed hops; check_plan verified the paths, not the byte ranges
+    double bench_seconds = 0;  ///< planning, the model and check_plan, as this bench spent them
 };
 
 struct Scenario {
@@ -267,7 +237,8 @@ struct Scenario {
     Family family;
     std::uint64_t total_bytes = 0;
     double lower_bound_us = 0;
-    std::vector<Cell> cells;  ///< in bench_algorithms() order
+    std::vector<Cell> cells;   ///< in alltoall::algorithm_names() order
+    std::optional<Cell> scan;  ///< VarioPath with --search scan, where the catalog can be listed
 
     [[nodiscard]] const Cell* cell(std::string_view name) const {
         for (const auto& c : cells)
@@ -290,7 +261,7 @@ Cell run_cell(const Machine& m, std::string_view name, const alltoall::Demand& d
     const auto deadline =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_seconds));
     alltoall::Plan plan = plan_once(m, name, demand, model);
-    const bool whole = name != variopath && baseline(name) == nullptr;  // make_plan timed it already
+    const bool whole = name != variopath && name != variopath_scan && baseline(name) == nullptr;  // make_plan timed it
     if (!whole) {
         const std::size_t modelled = time_plan_until(plan, demand, *m.topology, model, deadline);
         if (modelled < plan.steps.size()) {
@@ -302,14 +273,8 @@ Cell run_cell(const Machine& m, std::string_view name, const alltoall::Demand& d
             return cell;
         }
     }
-    // Relayed plans get every violation, so that one of another kind cannot hide behind the tiling ones.
-    const bool hops = relayed(name, *m.topology);
-    auto violations =
-        alltoall::check_plan(plan, demand, *m.router, hops ? std::numeric_limits<std::size_t>::max() : max_violations);
-    if (hops) {
-        cell.ranges_checked = std::erase_if(violations, is_tiling_violation) == 0;
-        if (violations.size() > max_violations) violations.resize(max_violations);
-    }
+    // FAST's relayed hops too: check_plan follows every byte's chain of hops to its destination.
+    const auto violations = alltoall::check_plan(plan, demand, *m.router, max_violations);
     if (!violations.empty()) {
         throw gpuops::InternalError(fmt::format("the {} plan of {} on {} fails check_plan: {}", name, family.spec,
                                                 m.label, fmt::join(violations, "; ")));
@@ -373,9 +338,7 @@ std::string format_us(double us) {
 
 std::string cell_text(const Cell& c) {
     switch (c.status) {
-        case CellStatus::ok:
-            return fmt::format("{} · {:.3f}{}", format_ms(c.predicted_time_us), c.efficiency,
-                               c.ranges_checked ? "" : " †");
+        case CellStatus::ok: return fmt::format("{} · {:.3f}", format_ms(c.predicted_time_us), c.efficiency);
         case CellStatus::not_built: return "n/a (not built)";
         case CellStatus::skipped: return "skipped: took > budget";
     }
@@ -385,7 +348,7 @@ std::string cell_text(const Cell& c) {
 /// What a latency row without a number says.
 std::string latency_text(const Latency& l) {
     if (l.status == CellStatus::skipped) return "skipped: took > budget";
-    return l.algorithm == fast ? "not built yet" : "n/a (not built)";
+    return "n/a (not built)";
 }
 
 struct Efficiency {
@@ -466,7 +429,6 @@ Json cell_json(const Cell& c) {
     j["steps"] = c.steps;
     j["transfers"] = c.transfers;
     j["bench_s"] = c.bench_seconds;
-    j["checked"] = c.ranges_checked ? "all" : "paths only (relayed hops: check_plan cannot tile their byte ranges)";
     return j;
 }
 
@@ -480,12 +442,14 @@ Json report_json(const std::vector<Scenario>& scenarios, const Efficiency& eff, 
                  "bound / predicted time"},
         {"speedup", "a baseline's predicted time / VarioPath's, same platform and demand"},
         {"planning_time", "the planner call alone (VarioPathPlanner::plan with the planner built beforehand, or "
-                          "plan_direct/plan_pairwise/plan_bvn), as make_plan measures it; not the flow model"},
+                          "plan_direct/plan_pairwise/plan_bvn, or plan_fast: FAST's synthesis, balance, server BvN and "
+                          "restore), as make_plan measures it; not the flow model"},
         {"budget_s", budget_seconds},
         {"budget", "an algorithm whose planning and flow model run past the budget on one platform and demand is "
                    "skipped there (checked between steps; check_plan comes after)"},
         {"latency_calls", latency_calls},
-        {"check", "every plan passes check_plan (exactly-once delivery, real paths, the model's numbers)"}};
+        {"check", "every plan passes check_plan (exactly-once delivery along every byte's chain of hops, fast's "
+                  "relays included; real paths; the model's numbers)"}};
     Json items = Json::array();
     for (const auto& s : scenarios) {
         Json cells = Json::array();
@@ -506,9 +470,9 @@ Json report_json(const std::vector<Scenario>& scenarios, const Efficiency& eff, 
                          {"lower_bound_us", s.lower_bound_us},
                          {"algorithms", std::move(cells)},
                          {"variopath_speedup", std::move(speedup)}});
+        if (s.scan) items.back()["variopath_scan"] = cell_json(*s.scan);
     }
     doc["scenarios"] = std::move(items);
-    doc["not_benched"] = fast_benched() ? Json::object() : Json{{std::string(fast), std::string(fast_missing)}};
     doc["variopath_efficiency"] = {{"scenarios", eff.scenarios},
                                    {"geomean", eff.scenarios > 0 ? Json(eff.geomean) : Json(nullptr)},
                                    {"min", eff.scenarios > 0 ? Json(eff.min) : Json(nullptr)}};
@@ -542,17 +506,15 @@ Json report_json(const std::vector<Scenario>& scenarios, const Efficiency& eff, 
 std::string report_markdown(const std::vector<Scenario>& scenarios, const Efficiency& eff,
                             const std::vector<Latency>& latencies, const std::vector<Target>& targets,
                             double budget_seconds, std::string_view json_path) {
-    const auto& names = bench_algorithms();
+    const auto& names = alltoall::algorithm_names();
     std::string out = "# gpuops plan bench\n\n";
     out += "- cells: the flow model's time of the plan (default model) · efficiency = cut lower bound / time; "
-           "every plan passed check_plan († fast across nodes: its paths only; its hops relay other GPUs' bytes, "
-           "which check_plan cannot tile per pair yet)\n";
+           "every plan passed check_plan (fast's relayed hops included: it follows every byte's chain of hops)\n";
     out += "- speedup: a baseline's time / VarioPath's on the same platform and demand (above 1, VarioPath is "
            "faster)\n";
-    out += fmt::format("- n/a (not built): VarioPath needs an exact catalog; clusters have hierarchical ones. "
-                       "skipped: planning and the model of one demand took > {:.0f} s ({})\n",
+    out += fmt::format("- variopath: the default step search (packing); skipped: planning and the model of one "
+                       "demand took > {:.0f} s ({})\n",
                        budget_seconds, budget_variable);
-    if (!fast_benched()) out += fmt::format("- fast: {}; no column for it in this run\n", fast_missing);
     out += "\n| platform | demand | lower bound |";
     std::string rule = "\n|---|---|---:|";
     for (const auto& n : names) {
@@ -594,7 +556,20 @@ std::string report_markdown(const std::vector<Scenario>& scenarios, const Effici
             }
     out += fmt::format("\nVarioPath efficiency over the {} scenarios where it ran: geomean {:.3f}, min {:.3f}\n",
                        eff.scenarios, eff.geomean, eff.min);
-    out += "\n## Planning latency (moe demand, median of in-process calls)\n\n"
+    out += "\n## VarioPath's step search: packing (the default) against the exhaustive scan, single nodes\n\n"
+           "| platform | demand | packing efficiency | scan efficiency | packing planning | scan planning |\n"
+           "|---|---|---:|---:|---:|---:|\n";
+    for (const auto& s : scenarios) {
+        const Cell* vp = s.cell(variopath);
+        if (!s.scan || vp == nullptr) continue;
+        const Cell& sc = *s.scan;
+        out += fmt::format("| {} | {} | {:.3f} | {} | {} | {} |\n", s.platform, s.family.name, vp->efficiency,
+                           sc.status == CellStatus::ok ? fmt::format("{:.3f}", sc.efficiency) : cell_text(sc),
+                           format_us(vp->planning_time_us),
+                           sc.status == CellStatus::ok ? format_us(sc.planning_time_us) : std::string("—"));
+    }
+    out += "\n## Planning latency (moe demand, median of in-process calls; fast: FAST's synthesis, from the demand to "
+           "its relayed steps)\n\n"
            "| algorithm | platform | calls | median | min |\n|---|---|---:|---:|---:|\n";
     for (const auto& l : latencies) {
         if (l.status != CellStatus::ok) {
@@ -633,8 +608,9 @@ void run_platform(const gpuops::cli::Tool& tool, const Platform& p, const alltoa
     std::map<std::string, std::string> skipped_on_moe;  // algorithm -> why, for the latency rows
     for (const auto& family : families()) {
         const alltoall::Demand demand = alltoall::load_demand(family.spec, *m->topology);
-        Scenario s{m->label, m->gpus, family, demand.total(), alltoall::cut_lower_bound_us(demand, *m->topology), {}};
-        for (const auto& name : bench_algorithms()) {
+        Scenario s{m->label, m->gpus, family, demand.total(), alltoall::cut_lower_bound_us(demand, *m->topology),
+                   {},       {}};
+        for (const auto& name : alltoall::algorithm_names()) {
             s.cells.push_back(run_cell(*m, name, demand, family, model, budget_seconds));
             const Cell& c = s.cells.back();
             if (c.status == CellStatus::skipped && family.name == moe.name) skipped_on_moe.emplace(name, c.reason);
@@ -642,11 +618,12 @@ void run_platform(const gpuops::cli::Tool& tool, const Platform& p, const alltoa
                                   c.status == CellStatus::ok ? format_ms(c.predicted_time_us) : c.reason,
                                   c.bench_seconds));
         }
+        if (m->scan) s.scan = run_cell(*m, variopath_scan, demand, family, model, budget_seconds);
         scenarios.push_back(std::move(s));
     }
     if (std::find(latency_gpus.begin(), latency_gpus.end(), m->gpus) == latency_gpus.end()) return;
     const alltoall::Demand demand = alltoall::load_demand(moe.spec, *m->topology);
-    for (const auto& name : bench_algorithms()) {
+    for (const auto& name : alltoall::algorithm_names()) {
         if (const auto it = skipped_on_moe.find(name); it != skipped_on_moe.end()) {
             latencies.push_back({name, m->label, m->gpus, CellStatus::skipped, it->second, {}});
             continue;
@@ -658,9 +635,6 @@ void run_platform(const gpuops::cli::Tool& tool, const Platform& p, const alltoa
                                   ? fmt::format("median {} of {} calls", format_us(l.us.median()), l.us.values.size())
                                   : l.reason));
     }
-    if (!fast_benched())
-        latencies.push_back(
-            {std::string(fast), m->label, m->gpus, CellStatus::not_built, std::string(fast_missing), {}});
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// The plan: chunk layout, the exactly-once checker, the cut lower bound, and the gpuops.plan document.
+// The plan: chunk layout, the exactly-once checker of hop chains, the cut lower bound, and the gpuops.plan
+// document.
 #include "gpuops/alltoall/plan.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -27,6 +30,120 @@ std::optional<PathKind> path_kind(std::string_view name) {
     for (auto k : {PathKind::direct, PathKind::nic_loopback, PathKind::host_staging, PathKind::alternate_nic})
         if (topo::to_string(k) == name) return k;
     return std::nullopt;
+}
+
+/// One transfer's bytes [begin, end) of its origin's send buffer: where in the plan, and between which GPUs.
+struct Hop {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    std::size_t step = 0;
+    std::size_t index = 0;  ///< in its step
+    std::size_t src = 0;
+    std::size_t dst = 0;
+};
+
+/// What is wrong with the chain of hops that carries one piece of origin o's send buffer (bytes of one chunk,
+/// carried by the same hops) to `target`, or "" when it goes from o to target once. `chain` is in plan order.
+std::string chain_fault(const std::vector<const Hop*>& chain, std::size_t o, std::size_t target,
+                        const std::function<std::string(std::size_t)>& label) {
+    std::size_t at = o;
+    std::vector<std::pair<std::size_t, std::size_t>> left;  // (GPU, step) the bytes left so far
+    std::optional<std::size_t> arrived;                     // the step they arrived on `at` in
+    std::optional<std::size_t> delivered;                   // the step they arrived on target in
+    for (const Hop* h : chain) {
+        if (h->src != at) {
+            for (const auto& [gpu, step] : left)
+                if (gpu == h->src)
+                    return fmt::format("are sent twice from {} (steps {} and {})", label(gpu), step, h->step);
+            return fmt::format("leave {} in step {} before they arrive there", label(h->src), h->step);
+        }
+        if (arrived && h->step <= *arrived) {
+            return fmt::format("arrive on {} in step {} and leave it in the same step (a relay forwards them in a "
+                               "later one)",
+                               label(at), *arrived);
+        }
+        left.emplace_back(at, h->step);
+        at = h->dst;
+        arrived = h->step;
+        if (at == target) {
+            if (delivered) return fmt::format("arrive on {} twice (steps {} and {})", label(at), *delivered, h->step);
+            delivered = h->step;
+        }
+    }
+    if (at != target) return fmt::format("end on {}, not on {}", label(at), label(target));
+    return "";
+}
+
+/// Checks every piece of origin o's send buffer: each byte of an off-diagonal chunk travels one chain of hops
+/// to its destination; no byte of o's own chunk, or beyond the buffer, moves. Adjacent pieces with the same
+/// fault are one violation.
+void check_chains(const Demand& demand, const Topology& t, std::size_t o, std::vector<Hop>& hops,
+                  std::vector<std::string>& v, std::size_t max_violations) {
+    const std::size_t n = demand.size();
+    const auto label = [&](std::size_t i) { return t.label(demand.gpus[i]); };
+    std::vector<std::uint64_t> starts(n + 1, 0);  // chunk (o, j) is [starts[j], starts[j + 1])
+    for (std::size_t j = 0; j < n; ++j)
+        starts[j + 1] = starts[j] + demand.at(o, j);
+    std::vector<std::uint64_t> cuts = starts;
+    for (const auto& h : hops) {
+        cuts.push_back(h.begin);
+        cuts.push_back(h.end);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(hops.begin(), hops.end(), [](const Hop& a, const Hop& b) { return a.begin < b.begin; });
+    struct Finding {
+        std::string head;  ///< the pair (or the GPU) the bytes belong to
+        std::string what;
+        std::uint64_t lo = 0;
+        std::uint64_t hi = 0;
+    };
+    std::optional<Finding> pending;
+    const auto flush = [&] {
+        if (pending && v.size() < max_violations) {
+            v.push_back(fmt::format("{}: bytes {}..{} of the send buffer {}", pending->head, pending->lo, pending->hi,
+                                    pending->what));
+        }
+        pending.reset();
+    };
+    std::size_t next = 0;
+    std::vector<const Hop*> active;  // the hops carrying the current piece
+    for (std::size_t c = 0; c + 1 < cuts.size() && v.size() < max_violations; ++c) {
+        const std::uint64_t lo = cuts[c];
+        const std::uint64_t hi = cuts[c + 1];
+        std::erase_if(active, [&](const Hop* h) { return h->end <= lo; });
+        for (; next < hops.size() && hops[next].begin <= lo; ++next)
+            if (hops[next].end > lo) active.push_back(&hops[next]);
+        Finding f{"", "", lo, hi};
+        if (lo >= starts[n]) {
+            if (!active.empty()) f.what = fmt::format("lie beyond its end ({} bytes), yet are sent", starts[n]);
+            f.head = label(o);
+        } else {
+            const auto j =
+                static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), lo) - starts.begin() - 1);
+            if (j == o) {
+                if (!active.empty()) f.what = "are its own chunk (a local copy), yet are sent";
+            } else if (active.empty()) {
+                f.what = "are never sent";
+            } else {
+                std::vector<const Hop*> chain = active;
+                std::sort(chain.begin(), chain.end(), [](const Hop* a, const Hop* b) {
+                    return std::tie(a->step, a->index) < std::tie(b->step, b->index);
+                });
+                f.what = chain_fault(chain, o, j, label);
+            }
+            if (!f.what.empty()) f.head = j == o ? label(o) : fmt::format("{}->{}", label(o), label(j));
+        }
+        if (f.what.empty()) {
+            flush();
+        } else if (pending && pending->head == f.head && pending->what == f.what && pending->hi == lo) {
+            pending->hi = hi;
+        } else {
+            flush();
+            pending = std::move(f);
+        }
+    }
+    flush();
 }
 
 }  // namespace
@@ -54,6 +171,13 @@ Transfer make_transfer(const Demand& demand, std::size_t i, std::size_t j, const
     return t;
 }
 
+Transfer make_hop(const Demand& demand, std::size_t origin, std::size_t i, std::size_t j, const topo::Path& path,
+                  std::uint64_t offset, std::uint64_t bytes) {
+    Transfer t = make_transfer(demand, i, j, path, offset, bytes);
+    if (origin != i) t.origin = origin;
+    return t;
+}
+
 std::vector<std::string> check_plan(const Plan& plan, const Demand& demand, const topo::Router& router,
                                     std::size_t max_violations) {
     std::vector<std::string> v;
@@ -62,7 +186,7 @@ std::vector<std::string> check_plan(const Plan& plan, const Demand& demand, cons
     const auto pair_text = [&](std::size_t i, std::size_t j) {
         return fmt::format("{}->{}", t.label(demand.gpus[i]), t.label(demand.gpus[j]));
     };
-    std::map<std::pair<std::size_t, std::size_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>> ranges;
+    std::vector<std::vector<Hop>> hops(n);  // per origin: the hops of its send buffer's bytes
     for (std::size_t s = 0; s < plan.steps.size() && v.size() < max_violations; ++s) {
         std::set<EdgeId> edges_used;
         std::set<std::size_t> senders;
@@ -70,7 +194,7 @@ std::vector<std::string> check_plan(const Plan& plan, const Demand& demand, cons
         for (std::size_t k = 0; k < plan.steps[s].transfers.size() && v.size() < max_violations; ++k) {
             const Transfer& tr = plan.steps[s].transfers[k];
             const auto where = fmt::format("step {} transfer {}", s, k);
-            if (tr.src >= n || tr.dst >= n) {
+            if (tr.src >= n || tr.dst >= n || tr.origin_gpu() >= n) {
                 v.push_back(fmt::format("{}: no such GPU", where));
                 continue;
             }
@@ -106,44 +230,13 @@ std::vector<std::string> check_plan(const Plan& plan, const Demand& demand, cons
                     }
                 }
             }
-            if (tr.bytes > 0) ranges[{tr.src, tr.dst}].emplace_back(tr.offset, tr.bytes);
+            if (tr.bytes > 0)
+                hops[tr.origin_gpu()].push_back(Hop{tr.offset, tr.offset + tr.bytes, s, k, tr.src, tr.dst});
         }
     }
-    // Every pair's chunk is tiled exactly: sorted ranges start where the previous one ended.
-    for (std::size_t i = 0; i < n && v.size() < max_violations; ++i) {
-        std::uint64_t start = 0;
-        for (std::size_t j = 0; j < n && v.size() < max_violations; ++j) {
-            const std::uint64_t size = demand.at(i, j);
-            const std::uint64_t chunk = start;
-            start += size;
-            if (i == j) continue;  // the diagonal is the GPU's own chunk: a local copy
-            auto it = ranges.find({i, j});
-            std::vector<std::pair<std::uint64_t, std::uint64_t>> rs;
-            if (it != ranges.end()) rs = std::move(it->second);
-            std::sort(rs.begin(), rs.end());
-            std::uint64_t at = chunk;
-            bool bad = false;
-            for (const auto& [offset, bytes] : rs) {
-                if (offset != at) {
-                    v.push_back(offset < at ? fmt::format("{}: bytes {}..{} of the send buffer are sent twice",
-                                                          pair_text(i, j), offset, std::min(at, offset + bytes))
-                                            : fmt::format("{}: bytes {}..{} of the send buffer are never sent",
-                                                          pair_text(i, j), at, offset));
-                    bad = true;
-                    break;
-                }
-                at = offset + bytes;
-            }
-            if (bad) continue;
-            if (at < chunk + size) {
-                v.push_back(fmt::format("{}: bytes {}..{} of the send buffer are never sent", pair_text(i, j), at,
-                                        chunk + size));
-            } else if (at > chunk + size) {
-                v.push_back(fmt::format("{}: {} bytes sent beyond its chunk of {} bytes", pair_text(i, j),
-                                        at - chunk - size, size));
-            }
-        }
-    }
+    // Every byte of every chunk (i, j) travels one chain of hops from i to j: a plain transfer is a chain of one.
+    for (std::size_t o = 0; o < n && v.size() < max_violations; ++o)
+        check_chains(demand, t, o, hops[o], v, max_violations);
     if (!v.empty()) return v;
     // The numbers: recomputed from the demand, the topology and the plan's model (documents round them to
     // a thousandth of a microsecond).
@@ -170,7 +263,18 @@ void time_plan_steps(Plan& plan, const Topology& topology) {
     for (auto& step : plan.steps) {
         std::vector<ModelFlow> flows;
         flows.reserve(step.transfers.size());
+        // Transfers between the same two GPUs on the same path are one message (a relay forwards what several
+        // origins gave it at once): one flow, not several that the model would have contend.
+        std::map<std::pair<std::size_t, std::size_t>, std::vector<std::size_t>> messages;  // (src, dst): flows
         for (const auto& tr : step.transfers) {
+            auto& same_pair = messages[{tr.src, tr.dst}];
+            const auto same = std::find_if(same_pair.begin(), same_pair.end(),
+                                           [&](std::size_t f) { return flows[f].edges == tr.edges; });
+            if (same != same_pair.end()) {
+                flows[*same].bytes += static_cast<double>(tr.bytes);
+                continue;
+            }
+            same_pair.push_back(flows.size());
             double latency = 0;
             for (auto e : tr.edges)
                 latency += topology.edge(e).latency_us;
@@ -280,13 +384,15 @@ Json to_json(const Plan& plan, const Demand& demand, const Topology& t) {
             Json via = Json::array();
             for (DeviceId d : tr.via)
                 via.push_back(t.label(d));
-            transfers.push_back({{"src", t.label(demand.gpus[tr.src])},
-                                 {"dst", t.label(demand.gpus[tr.dst])},
-                                 {"path", std::string(topo::to_string(tr.kind))},
-                                 {"via", via},
-                                 {"offset_bytes", tr.offset},
-                                 {"bytes", tr.bytes},
-                                 {"rate_gbytes_per_s", gbytes(tr.rate)}});
+            Json jt = {{"src", t.label(demand.gpus[tr.src])}, {"dst", t.label(demand.gpus[tr.dst])}};
+            // Optional (absent: src), so that version 1 readers of plans without relays see what they did.
+            if (tr.origin_gpu() != tr.src) jt["origin"] = t.label(demand.gpus[tr.origin_gpu()]);
+            jt["path"] = std::string(topo::to_string(tr.kind));
+            jt["via"] = std::move(via);
+            jt["offset_bytes"] = tr.offset;
+            jt["bytes"] = tr.bytes;
+            jt["rate_gbytes_per_s"] = gbytes(tr.rate);
+            transfers.push_back(std::move(jt));
         }
         steps.push_back({{"time_us", std::round(s.time_us * 1000) / 1000}, {"transfers", std::move(transfers)}});
     }
@@ -327,6 +433,10 @@ Plan plan_from_json(const Json& doc, const Demand& demand, const topo::Router& r
                 Transfer tr;
                 tr.src = gpu(jt.at("src"));
                 tr.dst = gpu(jt.at("dst"));
+                if (const auto origin = jt.find("origin")) {
+                    const std::size_t o = gpu(*origin);
+                    if (o != tr.src) tr.origin = o;
+                }
                 const View kind = jt.at("path");
                 const auto k = path_kind(kind.as_string());
                 if (!k) throw kind.error(fmt::format("unknown path kind {}", quote(kind.as_string())));
@@ -380,9 +490,10 @@ std::string render_text(const Plan& plan, const Demand& demand, const Topology& 
                            plural(step.transfers.size(), "transfer"), bytes);
         if (step.transfers.size() <= 8) {
             for (const auto& tr : step.transfers)
-                out +=
-                    fmt::format("  {}->{}{}", t.label(demand.gpus[tr.src]), t.label(demand.gpus[tr.dst]),
-                                tr.kind == topo::PathKind::direct ? "" : fmt::format("({})", topo::to_string(tr.kind)));
+                out += fmt::format(
+                    "  {}->{}{}{}", t.label(demand.gpus[tr.src]), t.label(demand.gpus[tr.dst]),
+                    tr.kind == topo::PathKind::direct ? "" : fmt::format("({})", topo::to_string(tr.kind)),
+                    tr.origin_gpu() != tr.src ? fmt::format("[of {}]", t.label(demand.gpus[tr.origin_gpu()])) : "");
         }
         out += "\n";
     }

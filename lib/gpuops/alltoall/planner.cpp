@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpuops/alltoall/deepep.hpp"
+#include "gpuops/alltoall/fast.hpp"
 #include "gpuops/core/error.hpp"
 
 namespace gpuops::alltoall {
@@ -22,24 +23,28 @@ constexpr double max_instances = 4e6;
 }  // namespace
 
 const std::vector<std::string>& algorithm_names() {
-    static const std::vector<std::string> names{"variopath", "direct", "pairwise", "bvn", "deepep-pcie"};
+    static const std::vector<std::string> names{"variopath", "direct", "pairwise", "bvn", "deepep-pcie", "fast"};
     return names;
 }
 
-VarioPathPlanner::VarioPathPlanner(const Catalog& catalog, const topo::Router& router) {
-    if (catalog.method() != CatalogMethod::exact) {
-        throw DataError(
-            "the VarioPath planner needs an exact catalog (vp-catalog --method exact); this one is hierarchical "
-            "(parts joined by ports), and planning over parts is not built yet");
-    }
+VarioPathPlanner::VarioPathPlanner(const Catalog& catalog, const topo::Router& router, StepSearch search) {
     const auto& t = router.topology();
     if (catalog.fingerprint() != topology_fingerprint(t)) {
         throw DataError("the catalog was built for another topology");
     }
-    if (!(catalog.stats().raw_channels <= max_instances)) {
-        throw DataError(fmt::format("the catalog stands for {:.3g} channels, more than the {:.0f} this planner lists; "
-                                    "instantiating orbits by matching against the demand is not built yet",
+    const bool listable = catalog.method() == CatalogMethod::exact && catalog.stats().raw_channels <= max_instances;
+    if (search == StepSearch::scan && catalog.method() != CatalogMethod::exact) {
+        throw DataError("scanning every channel needs an exact catalog (vp-catalog --method exact); this one is "
+                        "hierarchical (parts joined by ports)");
+    }
+    if (search == StepSearch::scan && !listable) {
+        throw DataError(fmt::format("the catalog stands for {:.3g} channels, more than the {:.0f} a scan lists",
                                     catalog.stats().raw_channels, max_instances));
+    }
+    if (search == StepSearch::packing) {
+        packing_ = std::make_shared<const PackingPlanner>(catalog, router);
+        gpus_ = packing_->gpus();
+        return;
     }
     const auto gpus = t.devices_of(topo::DeviceKind::gpu);
     gpus_ = gpus.size();
@@ -84,6 +89,7 @@ VarioPathPlanner::VarioPathPlanner(const Catalog& catalog, const topo::Router& r
 }
 
 Plan VarioPathPlanner::plan(const Demand& demand, const ModelParams& model) const {
+    if (packing_) return packing_->plan(demand, model);
     const std::size_t n = demand.size();
     if (n != gpus_)
         throw DataError(fmt::format("the demand is {}x{}, the catalog's topology has {} GPUs", n, n, gpus_));
@@ -199,13 +205,15 @@ void time_plan(Plan& plan, const Demand& demand, const topo::Topology& topology,
     plan.efficiency = plan.predicted_time_us > 0 ? plan.lower_bound_us / plan.predicted_time_us : 1;
 }
 
+std::string_view to_string(StepSearch search) { return search == StepSearch::scan ? "scan" : "packing"; }
+
 Plan make_plan(std::string_view name, const Demand& demand, const topo::Router& router, const Catalog* catalog,
-               const ModelParams& model) {
+               const ModelParams& model, StepSearch search) {
     Plan plan;
     if (name == "variopath") {
         if (catalog == nullptr) throw UsageError("the variopath algorithm needs a catalog (--catalog)");
         // Built once per catalog in an engine; only the call itself counts as planning time.
-        const VarioPathPlanner planner(*catalog, router);
+        const VarioPathPlanner planner(*catalog, router, search);
         const auto start = std::chrono::steady_clock::now();
         plan = planner.plan(demand, model);
         plan.planning_time_us =
@@ -222,9 +230,11 @@ Plan make_plan(std::string_view name, const Demand& demand, const topo::Router& 
         plan = plan_bvn(demand, router);
     } else if (name == "deepep-pcie") {
         plan = plan_deepep_pcie(demand, router);
+    } else if (name == "fast") {
+        plan = plan_fast(demand, router);
     } else {
-        throw UsageError(
-            fmt::format("unknown algorithm {} (known: variopath, direct, pairwise, bvn, deepep-pcie)", quote(name)));
+        throw UsageError(fmt::format(
+            "unknown algorithm {} (known: variopath, direct, pairwise, bvn, deepep-pcie, fast)", quote(name)));
     }
     plan.planning_time_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     time_plan(plan, demand, router.topology(), model);

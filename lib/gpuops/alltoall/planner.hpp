@@ -2,6 +2,7 @@
 // producing the same Plan and timed by the same flow model.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,27 +10,44 @@
 #include "gpuops/alltoall/catalog.hpp"
 #include "gpuops/alltoall/demand.hpp"
 #include "gpuops/alltoall/flow_model.hpp"
+#include "gpuops/alltoall/packing.hpp"
 #include "gpuops/alltoall/plan.hpp"
 #include "gpuops/topo/routing.hpp"
 
 namespace gpuops::alltoall {
 
-/// variopath, direct, pairwise, bvn, deepep-pcie.
+/// variopath, direct, pairwise, bvn, deepep-pcie, fast.
 [[nodiscard]] const std::vector<std::string>& algorithm_names();
 
-/// The VarioPath planner, built once per catalog and called per AlltoAllv: it keeps every channel instance of
-/// the catalog in flat arrays so that a call only scans numbers.
+/// How the VarioPath planner finds each step.
+enum class StepSearch {
+    /// A greedy max-weight packing of the catalog's flows (PackingPlanner): any catalog, about a millisecond
+    /// for 8 GPUs.
+    packing,
+    /// Every channel instance of an exact catalog of at most 4e6 channels, scanned exactly: the reference the
+    /// packing is measured against, 100 to 1000 times slower.
+    scan,
+};
+
+/// The VarioPath planner, built once per catalog and called per AlltoAllv. By default it packs each step from
+/// the catalog's flows (for a cluster: rail permutations of the nodes, then GPU flows); the scan keeps every
+/// channel instance in flat arrays and takes the best one.
 class VarioPathPlanner {
 public:
-    /// The catalog must be exact (one node, or a small cluster cataloged whole). DataError otherwise.
-    VarioPathPlanner(const Catalog& catalog, const topo::Router& router);
+    /// DataError when the catalog was built for another topology, or when `search` is scan and the catalog
+    /// is hierarchical or too large to list.
+    VarioPathPlanner(const Catalog& catalog, const topo::Router& router, StepSearch search = StepSearch::packing);
 
     /// Greedy in the style of Eclipse: each step takes the channel instance and the duration that serve the
     /// most bytes per unit of time, counting the per-step overhead alpha; the served bytes leave the residual
     /// demand; repeat until nothing is left.
     [[nodiscard]] Plan plan(const Demand& demand, const ModelParams& model) const;
 
+    /// The search in use: scan or packing.
+    [[nodiscard]] StepSearch search() const noexcept { return packing_ ? StepSearch::packing : StepSearch::scan; }
+
 private:
+    std::shared_ptr<const PackingPlanner> packing_;  ///< set when planning by packing
     struct PairFlow {
         std::size_t src = 0;  ///< GPU index (the topology's GPU order)
         std::size_t dst = 0;
@@ -45,10 +63,13 @@ private:
     std::size_t gpus_ = 0;
 };
 
-/// Plans `demand` with algorithm `name` (variopath needs `catalog`), times it with the flow model, and fills
-/// in the lower bound, the efficiency and the planning time.
+/// Plans `demand` with algorithm `name` (variopath needs `catalog`, and searches its steps by `search`), times
+/// it with the flow model, and fills in the lower bound, the efficiency and the planning time.
 [[nodiscard]] Plan make_plan(std::string_view name, const Demand& demand, const topo::Router& router,
-                             const Catalog* catalog, const ModelParams& model);
+                             const Catalog* catalog, const ModelParams& model, StepSearch search = StepSearch::packing);
+
+/// "packing", "scan".
+[[nodiscard]] std::string_view to_string(StepSearch search);
 
 /// The baselines' steps (times left at zero): direct (every pair at once on its default path), pairwise
 /// (n-1 rounds, round s pairs i with i+s), bvn (Birkhoff–von Neumann permutations of the demand, ignoring
