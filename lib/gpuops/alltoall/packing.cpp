@@ -16,6 +16,8 @@ namespace {
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 /// Durations tried per step, geometrically spaced from the longest drain time down to 1/10⁴ of it.
 constexpr int duration_grid = 12;
+/// The grid stops after this many durations in a row score below the best so far.
+constexpr int patience = 2;
 
 /// A flow the step may take: a GPU pair, up to three segments, and what it is worth at this step.
 struct Candidate {
@@ -218,7 +220,6 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
     std::vector<std::pair<double, std::uint32_t>> keyed;
     std::size_t most = n;  // flows a channel of this step can hold at most
     const double grid_ratio = std::pow(1e-4, 1.0 / (duration_grid - 1));
-    std::vector<double> segment_load(segments_.size(), 0);
     std::vector<std::uint32_t> peer(rails_ * parts, none);  // per rail, per part: the part it sends to
     std::vector<double> node_weight(parts * parts);
     std::vector<std::uint32_t> node_order;
@@ -284,17 +285,16 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
         return best_score;
     };
 
+    std::vector<double> pair_load(n * n, 0);
+    std::vector<std::uint32_t> pair_stamp(n * n, 0);
+    std::uint32_t step_number = 0;
     while (left > 0) {
-        // Weights: a byte counts by how loaded the most loaded edge of its path is, against the most loaded edge.
+        ++step_number;
+        // Weights: a byte counts by how loaded the most loaded edge of its pair's default path is, against the
+        // most loaded edge of all.
         double top = 0;
         for (double l : load)
             top = std::max(top, l);
-        for (std::size_t s = 0; s < segments_.size(); ++s) {
-            double m = 0;
-            for (auto x = segments_[s].begin; x < segments_[s].end; ++x)
-                m = std::max(m, load[edges_[x]]);
-            segment_load[s] = m;
-        }
 
         // Node level: per rail, a matching of the parts, heaviest residual first; a pair already joined on a rail
         // of this step counts half on the next.
@@ -329,11 +329,19 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
                              std::uint32_t ref) {
             Candidate c{i, j, segs, count, ref, 0, 0};
             double rate = std::numeric_limits<double>::infinity();
-            double w = 0;
-            for (std::uint32_t s = 0; s < count; ++s) {
+            for (std::uint32_t s = 0; s < count; ++s)
                 rate = std::min(rate, segments_[segs[s]].rate);
-                w = std::max(w, segment_load[segs[s]]);
+            // The pair's weight, whatever path this flow takes: a detour through a loaded edge must not make
+            // a byte worth more, it only spends that edge.
+            const std::size_t p = i * n + j;
+            if (pair_stamp[p] != step_number) {
+                pair_stamp[p] = step_number;
+                double m = 0;
+                for (auto x = default_start_[p]; x < default_start_[p + 1]; ++x)
+                    m = std::max(m, load[default_edges_[x]]);
+                pair_load[p] = m;
             }
+            const double w = pair_load[p];
             c.drain = static_cast<double>(residual[i * n + j]) / rate;
             c.value = rate * (top > 0 ? std::max(w / top, 1e-3) : 1.0);
             cands.push_back(c);
@@ -413,6 +421,7 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
             durations.push_back(durations.back() * grid_ratio);
         double best_score = -1;
         double step_tau = 0;
+        int worse = 0;  // grid points in a row below the best so far
         for (double tau : durations) {
             pack(tau, accepted);
             double exact_tau = 0;
@@ -421,6 +430,9 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
                 best_score = score;
                 step_tau = exact_tau;
                 best.swap(accepted);
+                worse = 0;
+            } else if (++worse == patience) {
+                break;  // past the peak: shorter steps only pay alpha more often
             }
         }
 

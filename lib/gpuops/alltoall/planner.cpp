@@ -117,10 +117,10 @@ Plan VarioPathPlanner::plan(const Demand& demand, const ModelParams& model) cons
     constexpr std::size_t max_flows = 64;
     std::array<double, max_flows> drain{};  // seconds each active flow of an instance needs
     std::array<double, max_flows> flow_rate{};
-    // Each flow's weight: how loaded the most loaded edge it crosses is, against the most loaded edge of all
-    // (residual bytes on default paths over capacity). Serving a byte on the bottleneck counts fully, a byte
-    // on an idle part of the tree less: plain bytes per second would fill steps with cheap intra-switch flows
-    // and leave the bottleneck (often the socket interconnect) for the end.
+    // Each flow's weight: how loaded the most loaded edge of its pair's default path is, against the most
+    // loaded edge of all (residual bytes on default paths over capacity). Serving a byte on the bottleneck counts
+    // fully, a byte on an idle part of the tree less: plain bytes per second would fill steps with cheap intra-switch
+    // flows and leave the bottleneck (often the socket interconnect) for the end.
     std::vector<double> load(edge_count_);
     std::vector<double> weight(flows_.size());
     const auto reweigh = [&] {
@@ -136,7 +136,7 @@ Plan VarioPathPlanner::plan(const Demand& demand, const ModelParams& model) cons
         }
         for (std::size_t f = 0; f < flows_.size(); ++f) {
             double w = 0;
-            for (auto e : flows_[f].path.edges)
+            for (auto e : default_edges_[slot[f]])  // the pair's, whatever path the flow takes
                 w = std::max(w, load[e]);
             weight[f] = top > 0 ? std::max(w / top, 1e-3) : 1;
         }
