@@ -27,3 +27,7 @@ trap 'rm -f "$catalog"' EXIT
 for algo in variopath direct; do
   "$bin/vp-plan" -q --catalog "$catalog" --demand "$moe" --algo "$algo" --format text | head -5
 done
+echo
+echo "== sif-score --format text share/gpuops/examples/cluster-state-small.json"
+examples=$(dirname "$0")/examples
+"$bin/sif-score" --format text "$examples/cluster-state-small.json"

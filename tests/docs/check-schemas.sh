@@ -137,3 +137,59 @@ print(f"{n1} topology, {n2} links, {n3} catalog, {n4} plan, {n5} demand and {n6}
       f"{bad} problems")
 sys.exit(1 if bad or n1 < 10 or n2 < 2 or n3 < 6 or n4 < 10 or n5 != n4 else 0)
 PY
+[ $? = 0 ] || exit 1
+# sif-score: the cluster states it reads (the fixtures, the shipped example) and writes (--format state, from Slurm
+# output), and its gpuops.sif reports (closed form, search, mixed node sizes, node usage, inexact lower bound).
+if [ -f "$src/share/gpuops/schemas/gpuops.cluster-state.v1.json" ]; then
+  s=0
+  sif() { s=$((s + 1)); "$bin/sif-score" -q "$@" > "$work/sif-$s.json" || { echo "sif-score $* failed"; exit 1; }; }
+  fx=$src/tests/fixtures
+  for f in "$fx"/placement/paper-*.json "$fx"/placement/two-avoidable.json "$fx"/placement/mixed-sizes.json \
+           "$src"/share/gpuops/examples/*.json; do
+    cp "$f" "$work/state-$(basename "$f")"
+    sif "$f"
+  done
+  sif --sinfo "$fx/slurm/sinfo-3node.json" --squeue "$fx/slurm/squeue-3node.json"
+  sif --scontrol-nodes "$fx/slurm/scontrol-nodes-3node.txt"
+  # Mixed sizes need the search; one state is not enough for it, so phi_star is a lower bound.
+  cat > "$work/budget.json" <<'JSON'
+{"schema": "gpuops.cluster-state", "schema_version": 1,
+ "nodes": [{"name": "a", "gpus": 8}, {"name": "b", "gpus": 8}, {"name": "c", "gpus": 4}],
+ "instances": [{"job": "1", "node": "a", "gpus": 5}, {"job": "2", "node": "b", "gpus": 3},
+               {"job": "3", "node": "b", "gpus": 3}, {"job": "4", "node": "c", "gpus": 2}]}
+JSON
+  sif --max-states 1 "$work/budget.json"
+  "$bin/sif-score" -q --sinfo "$fx/slurm/sinfo-3node.json" --format state > "$work/state-from-sinfo.json" || exit 1
+  "$bin/sif-score" -q --scontrol-nodes "$fx/slurm/scontrol-nodes-3node.txt" --squeue "$fx/slurm/squeue-3node.json" \
+    --format state > "$work/state-from-scontrol.json" || exit 1
+  "$py" - "$src/share/gpuops/schemas" "$work" <<'PY' || exit 1
+import glob, json, os, sys
+import jsonschema
+schemas, work = sys.argv[1:3]
+bad = 0
+counts = {}
+for schema_file, pattern in (("gpuops.cluster-state.v1.json", "state-*.json"), ("gpuops.sif.v1.json", "sif-*.json")):
+    schema = json.load(open(os.path.join(schemas, schema_file)))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(glob.glob(os.path.join(work, pattern)))
+    counts[schema_file] = len(files)
+    for f in files:
+        for e in validator.iter_errors(json.load(open(f))):
+            print(f"{os.path.basename(f)}: /{'/'.join(map(str, e.absolute_path))}: {e.message}")
+            bad += 1
+docs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "sif-*.json")))]
+seen = {"a closed form": any(d["phi_star_method"] == "closed-form" for d in docs),
+        "a search": any(d["phi_star_method"] == "search" for d in docs),
+        "a lower bound": any(not d["phi_star_exact"] for d in docs),
+        "mixed node sizes (null G and WCC)": any(d["gpus_per_node"] is None and d["wcc"] is None for d in docs),
+        "node usage": any(d["instances_from"] == "node-usage" for d in docs)}
+for what, ok in seen.items():
+    if not ok:
+        print(f"no sif report had {what}")
+        bad += 1
+print(f"{counts['gpuops.cluster-state.v1.json']} cluster-state and {counts['gpuops.sif.v1.json']} sif documents "
+      f"checked, {bad} problems")
+sys.exit(1 if bad or counts["gpuops.cluster-state.v1.json"] < 6 or counts["gpuops.sif.v1.json"] < 8 else 0)
+PY
+fi

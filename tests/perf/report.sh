@@ -1,5 +1,5 @@
 # make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog, then
-# bench_plan.
+# bench_plan, then bench_sif.
 # Usage: sh report.sh BUILD_DIR
 set -eu
 
@@ -18,7 +18,8 @@ for tool in "$bench_topo" "$bench_report"; do
 done
 bench_catalog=$build/tests/perf/bench_catalog
 bench_plan=$build/tests/perf/bench_plan
-for tool in "$bench_catalog" "$bench_plan"; do
+bench_sif=$build/tests/perf/bench_sif
+for tool in "$bench_catalog" "$bench_plan" "$bench_sif"; do
     if [ ! -x "$tool" ]; then
         echo "report.sh: error: $tool is missing (try: make build)" >&2
         exit 69
@@ -60,3 +61,10 @@ plan_report=$out/bench-plan.json
 echo ""
 echo "report.sh: running bench_plan (budget ${GPUOPS_BENCH_PLAN_BUDGET_S:-60}s per plan; about 5 minutes)" >&2
 "$bench_plan" --json "$plan_report"
+
+# The sif-score rows: parse, validate, score and write on 10,000-node states (median of repeated runs) beside
+# parsing alone; a row over 50 ms, or whose phi_star is not exact, prints FAIL.
+sif_report=$out/bench-sif.json
+echo ""
+echo "report.sh: running bench_sif (${GPUOPS_BENCH_SIF_REPETITIONS:-21} runs per state)" >&2
+"$bench_sif" --json "$sif_report" --repetitions "${GPUOPS_BENCH_SIF_REPETITIONS:-21}"
