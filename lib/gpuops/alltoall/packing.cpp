@@ -346,43 +346,41 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
             c.value = rate * (top > 0 ? std::max(w / top, 1e-3) : 1.0);
             cands.push_back(c);
         };
-        // Per source, in source order: its fixed flows, then its rail flows.
-        auto fixed_pair = fixed_pairs_.begin();
-        for (std::uint32_t i = 0; i < n; ++i) {
-            for (; fixed_pair != fixed_pairs_.end() && *fixed_pair / n == i; ++fixed_pair) {
-                const auto p = *fixed_pair;
-                if (residual[p] == 0) continue;
-                for (auto k = fixed_start_[p]; k < fixed_start_[p + 1]; ++k)
-                    add(i, static_cast<std::uint32_t>(p % n), {fixed_[k].segment, 0, 0}, 1, k);
-            }
-            const auto a = part_of_[i];
+        // The parts' own flows, per pair.
+        for (auto p : fixed_pairs_) {
+            if (residual[p] == 0) continue;
+            for (auto k = fixed_start_[p]; k < fixed_start_[p + 1]; ++k)
+                add(static_cast<std::uint32_t>(p / n), static_cast<std::uint32_t>(p % n), {fixed_[k].segment, 0, 0}, 1,
+                    k);
+        }
+        // Flows between nodes, per node pair a rail joins: through that rail, and across rails through the spine
+        // from the source's nearest NIC to the destination's (no socket interconnect crossed).
+        for (std::size_t a = 0; a < parts && rails_ > 0; ++a)
             for (std::size_t r = 0; r < rails_; ++r) {
                 const auto b = peer[r * parts + a];
                 if (b == none) continue;
                 const auto via = fabric(a, b, r, r);
                 const auto ref = static_cast<std::uint32_t>(r * rails_ + r);
-                for (auto j : part_gpus_[b])
-                    if (residual[i * n + j] > 0)
-                        add(i, j, {up_segment_[i * rails_ + r], via, down_segment_[j * rails_ + r]}, 3, ref);
-            }
-            // Across rails through the spine, from the source's nearest NIC to the destination's, to the nodes
-            // this step joins: the path that crosses no socket interconnect when the two sit on different sockets.
-            const auto from = nearest_rail_[i];
-            if (!cross_rail_ || from == none) continue;
-            for (std::size_t r = 0; r < rails_; ++r) {
-                const auto b = peer[r * parts + a];
-                bool seen = b == none;  // each peer node once
+                for (auto i : part_gpus_[a])
+                    for (auto j : part_gpus_[b])
+                        if (residual[i * n + j] > 0)
+                            add(i, j, {up_segment_[i * rails_ + r], via, down_segment_[j * rails_ + r]}, 3, ref);
+                bool seen = !cross_rail_;  // each peer node once
                 for (std::size_t q = 0; q < r && !seen; ++q)
                     seen = peer[q * parts + a] == b;
                 if (seen) continue;
-                for (auto j : part_gpus_[b]) {
-                    const auto to = nearest_rail_[j];
-                    if (to == none || to == from || residual[i * n + j] == 0) continue;
-                    add(i, j, {up_segment_[i * rails_ + from], fabric(a, b, from, to), down_segment_[j * rails_ + to]},
-                        3, static_cast<std::uint32_t>(from * rails_ + to));
+                for (auto i : part_gpus_[a]) {
+                    const auto from = nearest_rail_[i];
+                    if (from == none) continue;
+                    for (auto j : part_gpus_[b]) {
+                        const auto to = nearest_rail_[j];
+                        if (to == none || to == from || residual[i * n + j] == 0) continue;
+                        add(i, j,
+                            {up_segment_[i * rails_ + from], fabric(a, b, from, to), down_segment_[j * rails_ + to]}, 3,
+                            static_cast<std::uint32_t>(from * rails_ + to));
+                    }
                 }
             }
-        }
         if (cands.empty()) throw InternalError("variopath: bytes left but no flow can carry them");
 
         // Both orders by sorting (key, index) pairs: contiguous keys sort several times faster than indexes
