@@ -28,6 +28,12 @@ for algo in variopath direct; do
   "$bin/vp-plan" -q --catalog "$catalog" --demand "$moe" --algo "$algo" --format text | head -5
 done
 echo
+echo "== the same on 2 nodes (rail fabric): VarioPath node level first, against FAST (summaries)"
+"$bin/vp-probe" --preset pcie-8gpu-gen4 --nodes 2 --fabric rail | "$bin/vp-catalog" -q -o "$catalog"
+for algo in variopath fast; do
+  "$bin/vp-plan" -q --catalog "$catalog" --demand "$moe" --algo "$algo" --format text | head -5
+done
+echo
 echo "== sif-score --format text share/gpuops/examples/cluster-state-small.json"
 examples=$(dirname "$0")/examples
 "$bin/sif-score" --format text "$examples/cluster-state-small.json"
