@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <random>
 #include <system_error>
 #include <utility>
 
