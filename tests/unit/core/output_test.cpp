@@ -73,7 +73,7 @@ TEST_CASE("a device is written in place, never replaced by a regular file", "[ou
     CHECK(S_ISCHR(st.st_mode));
 }
 
-TEST_CASE("a symlinked target keeps its link; the file it points to is replaced", "[output]") {
+TEST_CASE("a symlinked target keeps its link, and the file it points to is replaced", "[output]") {
     const gpuops::test::TempDir dir;
     const fs::path real = dir.path() / "real.json";
     const fs::path link = dir.path() / "link.json";
