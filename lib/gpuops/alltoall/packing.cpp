@@ -16,6 +16,9 @@ namespace {
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 /// Durations tried per step, geometrically spaced from the longest drain time down to 1/10⁴ of it.
 constexpr int duration_grid = 12;
+/// A step runs for the longest of its flows' drain times that scores within this of the best: 5 % halves the
+/// steps on the bench (fewer slivers left for steps of their own) at no cost in efficiency.
+constexpr double drain_tolerance = 0.05;
 /// The grid stops after this many durations in a row score below the best so far.
 constexpr int patience = 2;
 
@@ -263,6 +266,7 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
 
     // A channel's served weight over (alpha + tau) peaks at one of its flows' drain times: the best of them.
     std::vector<std::pair<double, double>> drains;  // (drain, value)
+    std::vector<double> scores;
     const auto best_duration = [&](const std::vector<std::uint32_t>& set, double& tau) {
         drains.clear();
         double rest = 0;  // value of the flows still sending at the duration looked at
@@ -271,17 +275,22 @@ Plan PackingPlanner::plan(const Demand& demand, const ModelParams& model) const 
             rest += cands[k].value;
         }
         std::sort(drains.begin(), drains.end());
+        scores.clear();
         double done = 0;  // weighted bytes of the flows drained before it
         double best_score = -1;
         for (const auto& [d, v] : drains) {
-            const double score = (done + d * rest) / (alpha + d);
-            if (score > best_score) {
-                best_score = score;
-                tau = d;
-            }
+            scores.push_back((done + d * rest) / (alpha + d));
+            best_score = std::max(best_score, scores.back());
             done += d * v;
             rest -= v;
         }
+        // The longest duration that scores within `drain_tolerance` of the best: a flow a little slower than
+        // the rest then drains in this step instead of leaving a sliver for a step of its own later.
+        for (std::size_t k = drains.size(); k-- > 0;)
+            if (scores[k] >= best_score * (1 - drain_tolerance)) {
+                tau = drains[k].first;
+                return scores[k];
+            }
         return best_score;
     };
 
