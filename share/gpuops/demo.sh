@@ -37,3 +37,6 @@ echo
 echo "== sif-score --format text share/gpuops/examples/cluster-state-small.json"
 examples=$(dirname "$0")/examples
 "$bin/sif-score" --format text "$examples/cluster-state-small.json"
+echo
+echo "== compass-place --state share/gpuops/examples/cluster-state-small.json --instances 2 --gpus 4 --format text"
+"$bin/compass-place" --state "$examples/cluster-state-small.json" --instances 2 --gpus 4 --format text

@@ -193,3 +193,54 @@ print(f"{counts['gpuops.cluster-state.v1.json']} cluster-state and {counts['gpuo
 sys.exit(1 if bad or counts["gpuops.cluster-state.v1.json"] < 6 or counts["gpuops.sif.v1.json"] < 8 else 0)
 PY
 fi
+# compass-place: the gpuops.job documents it reads, and its gpuops.placement decisions under every policy (placed,
+# waiting, with migrations, relaxed, pinned instances read from the shipped example).
+if [ -f "$src/share/gpuops/schemas/gpuops.placement.v1.json" ]; then
+  c=0
+  fx=$src/tests/fixtures/placement
+  ex=$src/share/gpuops/examples/cluster-state-small.json
+  place() {
+    c=$((c + 1)); "$bin/compass-place" -q "$@" > "$work/placement-$c.json"
+    local rc=$?
+    [ $rc = 0 ] || [ $rc = 1 ] || { echo "compass-place $* failed ($rc)"; exit 1; }
+  }
+  for p in compass first-fit best-fit spread random fgd repack; do
+    place --state "$ex" --job "$fx/job-2x4.json" --policy "$p"
+    place --state "$fx/abs-gap.json" --instances 2 --gpus 3 --policy "$p"
+  done
+  place --state "$fx/strict-wait.json" --instances 1 --gpus 1
+  place --state "$fx/strict-wait.json" --instances 1 --gpus 1 --relaxed
+  place --state "$fx/paper-tightness.json" --instances 3 --gpus 4
+  cp "$fx/job-2x4.json" "$work/job-1.json"
+  "$py" - "$src/share/gpuops/schemas" "$work" <<'PY' || exit 1
+import glob, json, os, sys
+import jsonschema
+schemas, work = sys.argv[1:3]
+bad = 0
+counts = {}
+for schema_file, pattern in (("gpuops.job.v1.json", "job-*.json"), ("gpuops.placement.v1.json", "placement-*.json")):
+    schema = json.load(open(os.path.join(schemas, schema_file)))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(glob.glob(os.path.join(work, pattern)))
+    counts[schema_file] = len(files)
+    for f in files:
+        for e in validator.iter_errors(json.load(open(f))):
+            print(f"{os.path.basename(f)}: /{'/'.join(map(str, e.absolute_path))}: {e.message}")
+            bad += 1
+docs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(work, "placement-*.json")))]
+seen = {"every policy": {d["policy"] for d in docs} == {"compass", "first-fit", "best-fit", "spread", "random",
+                                                        "fgd", "repack"},
+        "a wait": any(d["wait"] for d in docs),
+        "a migration": any(d["migrations"] for d in docs),
+        "relaxed compass": any(d["relaxed"] for d in docs),
+        "pinned instances": any(d["abs_before"] and d["abs_before"]["pinned_instances"] > 0 for d in docs)}
+for what, ok in seen.items():
+    if not ok:
+        print(f"no placement decision had {what}")
+        bad += 1
+print(f"{counts['gpuops.job.v1.json']} job and {counts['gpuops.placement.v1.json']} placement documents checked, "
+      f"{bad} problems")
+sys.exit(1 if bad or counts["gpuops.job.v1.json"] < 1 or counts["gpuops.placement.v1.json"] < 17 else 0)
+PY
+fi
