@@ -61,12 +61,7 @@ std::string escape_token(std::string_view key) {
 
 std::string display_name(std::string_view path) { return is_stdin(path) ? "<stdin>" : std::string(path); }
 
-std::string read_text(std::string_view path) {
-    if (is_stdin(path)) {
-        std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-        if (std::cin.bad()) throw IoError("cannot read standard input");
-        return text;
-    }
+std::ifstream open_file(std::string_view path) {
     std::error_code ec;
     if (std::filesystem::is_directory(std::filesystem::path(path), ec)) {
         throw IoError(fmt::format("cannot read {}: Is a directory", quote(path)));
@@ -78,6 +73,16 @@ std::string read_text(std::string_view path) {
         if (err == ENOENT || err == ENOTDIR) throw InputMissingError(message);
         throw IoError(message);
     }
+    return in;
+}
+
+std::string read_text(std::string_view path) {
+    if (is_stdin(path)) {
+        std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        if (std::cin.bad()) throw IoError("cannot read standard input");
+        return text;
+    }
+    std::ifstream in = open_file(path);
     std::ostringstream buffer;
     buffer << in.rdbuf();
     if (in.bad()) throw IoError(fmt::format("cannot read {}", quote(path)));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -29,6 +30,9 @@ using Json = nlohmann::ordered_json;
 
 /// Reads a whole file (or stdin for "-"/"") as text, with the same error mapping as read_document.
 [[nodiscard]] std::string read_text(std::string_view path);
+/// The file at `path` opened for reading (binary), to stream it: InputMissingError when it does not exist,
+/// IoError when it cannot be opened or is a directory. Not for "-" (read std::cin).
+[[nodiscard]] std::ifstream open_file(std::string_view path);
 /// The name to show for `path` in messages: "<stdin>" for "-" or "".
 [[nodiscard]] std::string display_name(std::string_view path);
 

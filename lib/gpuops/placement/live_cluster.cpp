@@ -32,7 +32,7 @@ LiveCluster::LiveCluster(const ClusterState& state) {
         const NodeId n = node_of.at(inst.node);
         if (inst.gpu_ids.empty()) {
             without_ids.push_back(id);
-            instances_.back().node = n;  // a placeholder until its GPUs are chosen below
+            instances_.back().node = n;  // where it runs; its GPUs are chosen once every listed id is held
         } else {
             put(id, n, inst.gpu_ids);
         }

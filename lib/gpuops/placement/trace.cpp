@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -233,17 +230,7 @@ Trace read_trace(std::istream& in, std::optional<TraceFormat> format, const Trac
 Trace read_trace_file(std::string_view path, std::optional<TraceFormat> format, const TraceOptions& options) {
     const std::string name = json_io::display_name(path);
     if (path.empty() || path == "-") return read_trace(std::cin, format, options, name);
-    std::error_code ec;
-    if (std::filesystem::is_directory(std::filesystem::path(path), ec)) {
-        throw IoError(fmt::format("cannot read {}: Is a directory", quote(path)));
-    }
-    std::ifstream in{std::string(path), std::ios::binary};
-    if (!in) {
-        const int err = errno;
-        const std::string message = fmt::format("cannot open {}: {}", quote(path), std::strerror(err));
-        if (err == ENOENT || err == ENOTDIR) throw InputMissingError(message);
-        throw IoError(message);
-    }
+    std::ifstream in = json_io::open_file(path);
     return read_trace(in, format, options, name);
 }
 
