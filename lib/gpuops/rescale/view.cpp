@@ -1,0 +1,47 @@
+// The rank rule and the view hash.
+#include "gpuops/rescale/view.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include <fmt/format.h>
+
+namespace gpuops::rescale {
+
+bool GroupView::contains(MemberId id) const { return rank_of(id).has_value(); }
+
+std::optional<std::size_t> GroupView::rank_of(MemberId id) const {
+    const auto it = std::find(members.begin(), members.end(), id);
+    if (it == members.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - members.begin());
+}
+
+std::vector<MemberId> next_members(std::span<const MemberId> current, const std::set<MemberId>& removed,
+                                   std::span<const MemberId> joiners) {
+    std::vector<MemberId> out;
+    out.reserve(current.size() + joiners.size());
+    for (const MemberId id : current)
+        if (!removed.contains(id)) out.push_back(id);
+    for (const MemberId id : joiners)
+        if (!removed.contains(id) && std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+    return out;
+}
+
+std::string view_hash(Epoch epoch, std::span<const MemberId> members) {
+    constexpr std::uint64_t offset = 0xcbf29ce484222325ULL;
+    constexpr std::uint64_t prime = 0x100000001b3ULL;
+    std::uint64_t h = offset;
+    // Canonical text "epoch:m0,m1,..." so that the hash can be recomputed by any client from the PREPARE.
+    for (const char c : fmt::format("{}:{}", epoch, fmt::join(members, ","))) {
+        h ^= static_cast<unsigned char>(c);
+        h *= prime;
+    }
+    return fmt::format("{:016x}", h);
+}
+
+GroupView make_view(Epoch epoch, std::vector<MemberId> members) {
+    std::string hash = view_hash(epoch, members);
+    return {epoch, std::move(members), std::move(hash)};
+}
+
+}  // namespace gpuops::rescale
