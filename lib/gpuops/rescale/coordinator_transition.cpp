@@ -301,10 +301,6 @@ Prepare Coordinator::prepare_message(MemberId to) const {
     return p;
 }
 
-}  // namespace gpuops::rescale
-
-namespace gpuops::rescale {
-
 std::optional<TimeMs> Coordinator::next_deadline() const {
     if (closed_) return std::nullopt;
     std::optional<TimeMs> next;
