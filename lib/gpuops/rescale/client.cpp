@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -107,6 +108,7 @@ public:
             connect();
             schedule_heartbeat();
             io_.run();
+            io_done_ = true;
         });
     }
 
@@ -118,8 +120,9 @@ public:
             finish(ClientState::stopped, why, false);
             flush_then_close([&done] { done.set_value(); });
         });
-        // The thread may already have ended (released, evicted): then nothing runs the handler.
-        if (done.get_future().wait_for(std::chrono::seconds(2)) != std::future_status::ready) io_.stop();
+        // The thread may already have ended (released, evicted: nothing left to do), and then nothing runs the
+        // handler; the wait is bounded for the race where it ends just now.
+        if (!io_done_) (void)done.get_future().wait_for(std::chrono::seconds(2));
         io_.stop();
         thread_.join();
     }
@@ -537,6 +540,7 @@ private:
     bool writing_ = false;
     std::function<void()> after_flush_;
     std::thread thread_;
+    std::atomic<bool> io_done_{false};
     std::mt19937_64 rng_;
     std::string coord_host_;
     std::string coord_port_;
