@@ -1,18 +1,261 @@
-// compass-place: one placement decision for a job in a GPU cluster state under COMPASS-ABS or a baseline policy:
-// where each instance goes, the migrations it causes, or that the job must wait (exit 1).
+// compass-place: one placement decision for a job in a GPU cluster state under COMPASS-ABS or a baseline policy
+// (where each instance goes, the migrations it causes, or that the job must wait: exit 1), and `simulate`, the
+// replay of a job trace under several policies with the COMPASS-ABS metrics.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "gpuops/core/cli.hpp"
 #include "gpuops/core/json_io.hpp"
+#include "gpuops/core/output.hpp"
 #include "gpuops/placement/decision.hpp"
 #include "gpuops/placement/job.hpp"
+#include "gpuops/placement/simulation_report.hpp"
+#include "gpuops/placement/simulator.hpp"
+#include "gpuops/placement/trace.hpp"
 
 using namespace gpuops;
+
+namespace {
+
+/// The options of `compass-place simulate`.
+struct SimulateArgs {
+    std::string trace_path;
+    std::string trace_format = "auto";
+    int node_gpus = 8;
+    std::string split_rule = "exact";
+    bool round_up_fractional = false;
+    bool lenient = false;
+    std::optional<int> nodes;
+    std::optional<double> eta;
+    std::string policies = "all";
+    bool relaxed = false;
+    std::uint64_t seed = 1;
+    double repack_period_s = 3600;
+    double migration_cost_s = 8;
+    std::string migration_charge = "per-event";
+    bool backfill = false;
+    std::optional<int> window_day;
+    std::optional<std::int64_t> max_jobs;
+    double sample_period_s = 0;
+    std::string series_path;
+    std::string plot_path;
+};
+
+CLI::App* add_simulate(CLI::App& app, SimulateArgs& a) {
+    auto* sim = app.add_subcommand(
+        "simulate",
+        "Replay a job trace on a cluster under one or more policies: FIFO gang admission, migration cost, and the\n"
+        "COMPASS-ABS metrics (AFR, AJCT, AGU over the busy periods), queueing delay, makespan and migrations");
+    // Options of the tool itself (--format, -o, -v, ...) are accepted after the subcommand too.
+    sim->fallthrough();
+    sim->footer("The options of compass-place itself (--format json|text, -o, --compact, --timeout, -q, -v) may\n"
+                "follow simulate. See compass-place(1), SIMULATION.");
+    sim->add_option("--trace", a.trace_path, "The job trace, a CSV file (- for standard input)")
+        ->required()
+        ->type_name("FILE");
+    std::vector<std::string> formats{"auto"};
+    for (const auto name : placement::trace_format_names())
+        formats.emplace_back(name);
+    sim->add_option("--trace-format", a.trace_format,
+                    "auto (default: from the header), canonical, alibaba-openb, alibaba-gfs, elasticflow, tiresias,\n"
+                    "philly, helios or sacct")
+        ->check(CLI::IsMember(formats))
+        ->type_name("FORMAT");
+    sim->add_option("--node-gpus", a.node_gpus, "GPUs per node, G (default 8)")
+        ->check(CLI::Range(1, placement::max_node_gpus))
+        ->type_name("G");
+    sim->add_option("--split-rule", a.split_rule,
+                    "A job of more GPUs than a node: exact (default; w x g, g the largest divisor <= G), round-up\n"
+                    "(ceil(total/G) x G) or skip")
+        ->check(CLI::IsMember({"exact", "round-up", "skip"}))
+        ->type_name("RULE");
+    sim->add_flag("--round-up-fractional", a.round_up_fractional,
+                  "alibaba-openb: a pod sharing one GPU counts as 1 GPU instead of being skipped");
+    sim->add_flag("--lenient", a.lenient, "Skip malformed rows (and count them) instead of stopping at the first");
+    auto* nodes = sim->add_option("--nodes", a.nodes, "The cluster: N nodes of G GPUs")
+                      ->check(CLI::Range(1, 1'000'000))
+                      ->type_name("N");
+    sim->add_option("--eta", a.eta,
+                    "Size the cluster by the eta rule of COMPASS-ABS: the nodes that hold the demand a fraction\n"
+                    "eta of the time (default 0.9 without --nodes)")
+        ->check(CLI::Range(0.0, 1.0))
+        ->excludes(nodes)
+        ->type_name("X");
+    sim->add_option("--policy", a.policies,
+                    "Comma-separated policies, or all (default): compass, first-fit, best-fit, spread, random, fgd,\n"
+                    "repack")
+        ->type_name("LIST");
+    sim->add_flag("--relaxed", a.relaxed, "compass: when strict ABS has no place, use free GPUs outside the slots");
+    sim->add_option("--seed", a.seed, "random: the seed of its choices (default 1)")->type_name("S");
+    sim->add_option("--repack-period", a.repack_period_s, "repack: seconds between global repacks (default 3600)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("S");
+    sim->add_option("--migration-cost", a.migration_cost_s,
+                    "Seconds a migrated job stalls (checkpoint and restart; default 8)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("S");
+    sim->add_option("--migration-charge", a.migration_charge,
+                    "per-event (default: the job stalls once per event that moves it) or per-instance")
+        ->check(CLI::IsMember({"per-event", "per-instance"}))
+        ->type_name("HOW");
+    sim->add_flag("--backfill", a.backfill, "Start any queued job that fits, not only the head of the queue");
+    sim->add_option("--window-day", a.window_day, "Replay only the jobs submitted on day D of the trace (from 0)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("D");
+    sim->add_option("--max-jobs", a.max_jobs, "Replay only the first N jobs (after --window-day)")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N");
+    sim->add_option("--sample-period", a.sample_period_s,
+                    "Seconds between time-series samples (default 0: one after every event time)")
+        ->check(CLI::NonNegativeNumber)
+        ->type_name("S");
+    sim->add_option("--series", a.series_path, "Write the time series of every policy to FILE (.csv or .jsonl)")
+        ->type_name("FILE");
+    sim->add_option("--plot", a.plot_path, "Write an SVG plot of N*SIF and GPU utilisation over time to FILE")
+        ->type_name("FILE");
+    return sim;
+}
+
+/// "compass,bestfit,fgd" or "all" → policies in the order given; hyphens are optional (bestfit = best-fit).
+std::vector<placement::PolicyKind> parse_policies(std::string_view list) {
+    std::vector<placement::PolicyKind> out;
+    if (list == "all") {
+        for (const auto name : placement::policy_names)
+            out.push_back(*placement::policy_from_string(name));
+        return out;
+    }
+    std::size_t from = 0;
+    while (from <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', from), list.size());
+        const std::string_view name = list.substr(from, comma - from);
+        from = comma + 1;
+        std::optional<placement::PolicyKind> kind;
+        for (const auto known : placement::policy_names) {
+            std::string bare(known);
+            std::erase(bare, '-');
+            if (name == known || name == bare) kind = placement::policy_from_string(known);
+        }
+        if (!kind) {
+            throw UsageError(fmt::format("--policy: unknown policy {}; expected all or a list of {}", quote(name),
+                                         fmt::join(placement::policy_names, ", ")));
+        }
+        if (std::find(out.begin(), out.end(), *kind) != out.end())
+            throw UsageError(fmt::format("--policy: {} is listed twice", quote(name)));
+        out.push_back(*kind);
+    }
+    return out;
+}
+
+/// Writes `text` to `path` atomically (nothing is left behind when it fails).
+void write_file(const std::string& path, const std::string& text) {
+    Output out(path);
+    out.stream() << text;
+    out.commit();
+}
+
+ExitCode simulate(const cli::Tool& tool, const SimulateArgs& a) {
+    const auto policies = parse_policies(a.policies);
+    std::optional<placement::SeriesFormat> series_format;
+    if (!a.series_path.empty()) {
+        series_format = placement::series_format_for(a.series_path);
+        if (!series_format) throw UsageError("--series: the file name must end in .csv or .jsonl");
+    }
+    if (a.relaxed && std::find(policies.begin(), policies.end(), placement::PolicyKind::compass) == policies.end())
+        throw UsageError("--relaxed applies to --policy compass only");
+
+    placement::TraceOptions import;
+    import.node_gpus = a.node_gpus;
+    import.split = *placement::parse_split_rule(a.split_rule);
+    import.round_up_fractional = a.round_up_fractional;
+    import.lenient = a.lenient;
+    const auto format = a.trace_format == "auto" ? std::nullopt : placement::parse_trace_format(a.trace_format);
+    const placement::Trace imported = placement::read_trace_file(a.trace_path, format, import);
+    // Rows left out change what is replayed: always said. Counts and conversions are notes (-v).
+    for (const std::string& line : placement::describe(imported)) {
+        if (line.starts_with("skipped ")) {
+            tool.warn(line);
+        } else {
+            tool.note(line);
+        }
+    }
+
+    placement::SimulationReport report;
+    report.slice = {a.window_day, a.max_jobs};
+    const placement::Trace trace = placement::slice(imported, report.slice);
+    if (trace.jobs.empty()) {
+        if (!a.window_day) throw DataError(fmt::format("{}: no job to replay", quote(trace.source)));
+        const double last = imported.jobs.empty() ? 0 : imported.jobs.back().submit_s;
+        throw DataError(fmt::format("{}: no job was submitted on day {} (the last job arrives on day {})",
+                                    quote(trace.source), *a.window_day, static_cast<int>(last / 86'400)));
+    }
+    report.trace = &trace;
+    report.sizing.gpus_per_node = a.node_gpus;
+    if (a.nodes) {
+        report.sizing.nodes = *a.nodes;
+    } else {
+        const double eta = a.eta.value_or(0.9);
+        if (!(eta > 0)) throw UsageError("--eta: the fraction must be in (0, 1]");
+        report.sizing.eta = eta;
+        report.sizing.demand_quantile = placement::demand_quantile(trace, eta, a.node_gpus);
+        report.sizing.nodes = placement::nodes_for_eta(trace, eta, a.node_gpus);
+    }
+    tool.note(fmt::format("cluster: {} nodes of {} GPUs", report.sizing.nodes, report.sizing.gpus_per_node));
+
+    placement::SimulationOptions& o = report.options;
+    o.nodes = report.sizing.nodes;
+    o.gpus_per_node = a.node_gpus;
+    o.migration_cost_s = a.migration_cost_s;
+    o.charge = a.migration_charge == "per-event" ? placement::MigrationCharge::per_event
+                                                 : placement::MigrationCharge::per_instance;
+    o.backfill = a.backfill;
+    o.sample_period_s = a.sample_period_s;
+    o.policy_options.relaxed = a.relaxed;
+    o.policy_options.seed = a.seed;
+    o.policy_options.repack_period_s = a.repack_period_s;
+    for (const auto kind : policies) {
+        placement::SimulationOptions run = o;
+        run.policy = kind;
+        const auto started = std::chrono::steady_clock::now();
+        report.results.push_back(placement::simulate(trace, run));
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        tool.note(fmt::format("{}: {} jobs replayed in {:.2f} s", placement::to_string(kind), trace.jobs.size(),
+                              took.count()));
+        if (const auto dropped = report.results.back().jobs_never_fit; dropped > 0) {
+            tool.warn(fmt::format("{}: {} job{} never fit the cluster and were left out", placement::to_string(kind),
+                                  dropped, dropped == 1 ? "" : "s"));
+        }
+    }
+
+    // Every output is complete before the first is written; each file is written atomically.
+    std::string series;
+    if (series_format) {
+        std::ostringstream out;
+        placement::write_series(out, report.results, *series_format);
+        series = std::move(out).str();
+    }
+    const std::string plot = a.plot_path.empty() ? std::string() : placement::render_svg(report);
+    const std::string summary = tool.common().format == "text"
+                                    ? placement::render_text(report)
+                                    : json_io::dump(placement::to_json(report, tool.name()), !tool.common().compact);
+    if (series_format) write_file(a.series_path, series);
+    if (!a.plot_path.empty()) write_file(a.plot_path, plot);
+    tool.write(summary);
+    return ExitCode::ok;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     cli::Tool tool("compass-place",
                    "Decide where a job's instances go in a GPU cluster state, under COMPASS-ABS (anchor-based slots,\n"
-                   "Compact after every event) or a baseline; exit 1 when the job must wait.",
+                   "Compact after every event) or a baseline; exit 1 when the job must wait. `compass-place simulate`\n"
+                   "replays a job trace under several policies.",
                    {"json", "text"});
     std::string state_path;
     std::string job_path;
@@ -23,10 +266,12 @@ int main(int argc, char** argv) {
     bool relaxed = false;
     std::uint64_t seed = 1;
     auto& app = tool.app();
-    app.add_option("--state", state_path, "The gpuops.cluster-state document (default: standard input)")
-        ->type_name("FILE");
-    app.add_option("--job", job_path, "The job to place, a gpuops.job document {job, instances, gpus_per_instance}")
-        ->type_name("FILE");
+    auto* state_opt =
+        app.add_option("--state", state_path, "The gpuops.cluster-state document (default: standard input)")
+            ->type_name("FILE");
+    auto* job_opt =
+        app.add_option("--job", job_path, "The job to place, a gpuops.job document {job, instances, gpus_per_instance}")
+            ->type_name("FILE");
     auto* instances_opt = app.add_option("--instances", instances, "Instead of --job: the job's instances")
                               ->check(CLI::Range(1, placement::max_job_instances))
                               ->type_name("N");
@@ -35,14 +280,27 @@ int main(int argc, char** argv) {
                          ->type_name("G");
     auto* name_opt =
         app.add_option("--name", name, "Instead of --job: the job's name (default new-job)")->type_name("NAME");
-    app.add_option("--policy", policy_name, "compass (default), first-fit, best-fit, spread, random, fgd or repack")
-        ->check(CLI::IsMember(std::vector<std::string>(placement::policy_names.begin(), placement::policy_names.end())))
-        ->type_name("POLICY");
+    auto* policy_opt =
+        app.add_option("--policy", policy_name, "compass (default), first-fit, best-fit, spread, random, fgd or repack")
+            ->check(
+                CLI::IsMember(std::vector<std::string>(placement::policy_names.begin(), placement::policy_names.end())))
+            ->type_name("POLICY");
     auto* relaxed_opt =
         app.add_flag("--relaxed", relaxed, "compass: when strict ABS has no place, use free GPUs outside the slots");
     auto* seed_opt = app.add_option("--seed", seed, "random: the seed of its choices (default 1)")->type_name("S");
+    SimulateArgs sim_args;
+    auto* sim = add_simulate(app, sim_args);
 
     return tool.run(argc, argv, [&] {
+        if (sim->parsed()) {
+            for (const auto* opt :
+                 {state_opt, job_opt, instances_opt, gpus_opt, name_opt, policy_opt, relaxed_opt, seed_opt}) {
+                if (opt->count() > 0)
+                    throw UsageError(
+                        fmt::format("{} is an option of a single decision, not of simulate", opt->get_name()));
+            }
+            return simulate(tool, sim_args);
+        }
         const bool flags = instances_opt->count() + gpus_opt->count() + name_opt->count() > 0;
         if (!job_path.empty() && flags) throw UsageError("give --job FILE or --instances/--gpus/--name, not both");
         if (job_path.empty() && (instances_opt->count() == 0 || gpus_opt->count() == 0))

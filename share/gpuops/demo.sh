@@ -40,3 +40,9 @@ examples=$(dirname "$0")/examples
 echo
 echo "== compass-place --state share/gpuops/examples/cluster-state-small.json --instances 2 --gpus 4 --format text"
 "$bin/compass-place" --state "$examples/cluster-state-small.json" --instances 2 --gpus 4 --format text
+echo
+echo "== compass-place simulate --trace share/gpuops/examples/trace-mixed.csv --format text --plot replay.svg"
+plot=$(mktemp --suffix=.svg)
+trap 'rm -f "$catalog" "$plot"' EXIT
+"$bin/compass-place" simulate --trace "$examples/trace-mixed.csv" --format text --plot "$plot"
+echo "(plot of N*SIF and GPU utilisation per policy: $(wc -c <"$plot") bytes of SVG; see README.md)"

@@ -244,3 +244,42 @@ print(f"{counts['gpuops.job.v1.json']} job and {counts['gpuops.placement.v1.json
 sys.exit(1 if bad or counts["gpuops.job.v1.json"] < 1 or counts["gpuops.placement.v1.json"] < 17 else 0)
 PY
 fi
+# compass-place simulate: gpuops.simulation reports from every trace fixture the importers take, sized both ways,
+# every policy, with and without busy periods (null AFR/AGU).
+if [ -f "$src/share/gpuops/schemas/gpuops.simulation.v1.json" ]; then
+  m=0
+  tx=$src/tests/fixtures/traces
+  sim() {
+    m=$((m + 1)); "$bin/compass-place" simulate -q "$@" > "$work/simulation-$m.json" || { echo "simulate $* failed"; exit 1; }
+  }
+  sim --trace "$tx/sim-small.csv"
+  sim --trace "$tx/sim-small.csv" --nodes 2 --backfill --migration-charge per-instance --policy compass,repack
+  sim --trace "$tx/openb.csv" --round-up-fractional --nodes 2 --window-day 0
+  sim --trace "$tx/tiresias.csv" --max-jobs 3 --eta 0.5
+  sim --trace "$tx/bad-negative-duration.csv" --lenient --nodes 1
+  "$py" - "$src/share/gpuops/schemas/gpuops.simulation.v1.json" "$work" <<'PY' || exit 1
+import glob, json, os, sys
+import jsonschema
+schema_path, work = sys.argv[1:3]
+schema = json.load(open(schema_path))
+jsonschema.Draft202012Validator.check_schema(schema)
+validator = jsonschema.Draft202012Validator(schema)
+files = sorted(glob.glob(os.path.join(work, "simulation-*.json")))
+bad = 0
+for f in files:
+    for e in validator.iter_errors(json.load(open(f))):
+        print(f"{os.path.basename(f)}: /{'/'.join(map(str, e.absolute_path))}: {e.message}")
+        bad += 1
+results = [r for f in files for r in json.load(open(f))["results"]]
+seen = {"every policy": {r["policy"] for r in results} >= {"compass", "first-fit", "best-fit", "spread", "random",
+                                                            "fgd", "repack"},
+        "a null AFR": any(r["afr"] is None for r in results),
+        "a migration": any(r["migrations"] > 0 for r in results)}
+for what, ok in seen.items():
+    if not ok:
+        print(f"no simulation result had {what}")
+        bad += 1
+print(f"{len(files)} simulation documents checked, {bad} problems")
+sys.exit(1 if bad or len(files) < 5 else 0)
+PY
+fi

@@ -1,5 +1,5 @@
 # make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog, then
-# bench_plan, then bench_sif.
+# bench_plan, then bench_sif, then bench_simulate.
 # Usage: sh report.sh BUILD_DIR
 set -eu
 
@@ -19,7 +19,8 @@ done
 bench_catalog=$build/tests/perf/bench_catalog
 bench_plan=$build/tests/perf/bench_plan
 bench_sif=$build/tests/perf/bench_sif
-for tool in "$bench_catalog" "$bench_plan" "$bench_sif"; do
+bench_simulate=$build/tests/perf/bench_simulate
+for tool in "$bench_catalog" "$bench_plan" "$bench_sif" "$bench_simulate"; do
     if [ ! -x "$tool" ]; then
         echo "report.sh: error: $tool is missing (try: make build)" >&2
         exit 69
@@ -68,3 +69,11 @@ sif_report=$out/bench-sif.json
 echo ""
 echo "report.sh: running bench_sif (${GPUOPS_BENCH_SIF_REPETITIONS:-21} runs per state)" >&2
 "$bench_sif" --json "$sif_report" --repetitions "${GPUOPS_BENCH_SIF_REPETITIONS:-21}"
+
+# The simulator rows: whole real traces (10 ITP clusters, openb, Tiresias) under every policy on eta-sized clusters
+# (AFR, AJCT, AGU, migrations per job, median replay time); all ITP jobs under compass past 5 s prints FAIL.
+# Without the traces (GPUOPS_EXTERNAL_DATA) it prints a skip line.
+simulate_report=$out/bench-simulate.json
+echo ""
+echo "report.sh: running bench_simulate (${GPUOPS_BENCH_SIMULATE_REPETITIONS:-5} replays per trace and policy)" >&2
+"$bench_simulate" --json "$simulate_report" --repetitions "${GPUOPS_BENCH_SIMULATE_REPETITIONS:-5}"
