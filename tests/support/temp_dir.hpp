@@ -12,8 +12,9 @@ namespace gpuops::test {
 
 class TempDir {
 public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "gpuops-test-XXXXXX").string();
+    /// A new folder below `base` (the system's temp folder unless a test needs another file system).
+    explicit TempDir(const std::filesystem::path& base = std::filesystem::temp_directory_path()) {
+        std::string pattern = (base / "gpuops-test-XXXXXX").string();
         REQUIRE(::mkdtemp(pattern.data()) != nullptr);
         path_ = pattern;
     }
