@@ -3,6 +3,7 @@
 // that resume with the same member id and session.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
+#include "gpuops/rescale/c_api.h"
 #include "gpuops/rescale/client.hpp"
 #include "gpuops/rescale/codec.hpp"
 #include "gpuops/rescale/view.hpp"
@@ -373,4 +375,87 @@ TEST_CASE("base64 round-trips and rejects what is not base64", "[client]") {
     CHECK_FALSE(base64_decode("Zm9").has_value());
     CHECK_FALSE(base64_decode("Zm=v").has_value());
     CHECK_FALSE(base64_decode("Z!9v").has_value());
+}
+
+TEST_CASE("the C API joins, reports rank and peers, and runs put, barrier and get", "[client]") {
+    ScriptedCoordinator coord;
+    struct Seen {
+        std::atomic<int> commits{0};
+        std::atomic<int> last_size{0};
+    } seen;
+    gpuops_rescale_callbacks_t callbacks{};
+    callbacks.user = &seen;
+    callbacks.on_commit = [](void* user, uint64_t, int, int size) {
+        auto* s = static_cast<Seen*>(user);
+        ++s->commits;
+        s->last_size = size;
+    };
+    gpuops_rescale_t* handle = nullptr;
+    int rc = 1;
+    const std::string address = coord.address();
+    std::thread init([&] {
+        rc = gpuops_rescale_init(address.c_str(), "job", "secret", "c0", "addr-c0", 7, &callbacks, 3000, &handle);
+    });
+    CHECK(base64_decode(coord.expect<Hello>().addr_b64) == "addr-c0");
+    coord.send(Welcome{4, "s4", 1, JoinState::joining, std::nullopt});
+    coord.send(
+        prepare_for(1, 0, {9, 4}, {{9, 0, base64_encode("addr-x")}, {4, 1, base64_encode("addr-c0")}}, {}, true));
+    CHECK(coord.expect<Ack>().ok);
+    coord.send(Commit{1, view_hash(1, std::vector<MemberId>{9, 4})});
+    CHECK(coord.expect<Ready>().epoch == 1);
+    init.join();
+    REQUIRE(rc == GPUOPS_RESCALE_OK);
+    REQUIRE(handle != nullptr);
+    CHECK(gpuops_rescale_rank(handle) == 1);
+    CHECK(gpuops_rescale_size(handle) == 2);
+    CHECK(gpuops_rescale_epoch(handle) == 1);
+    CHECK(seen.commits == 1);
+    CHECK(seen.last_size == 2);
+
+    std::array<char, 16> buf{};
+    size_t len = 0;
+    CHECK(gpuops_rescale_peer_addr(handle, 0, buf.data(), buf.size(), &len) == GPUOPS_RESCALE_OK);
+    CHECK(std::string(buf.data(), len) == "addr-x");
+    CHECK(gpuops_rescale_peer_addr(handle, 2, buf.data(), buf.size(), &len) == GPUOPS_RESCALE_EINVAL);
+    CHECK(std::string(gpuops_rescale_last_error()).find("rank 2") != std::string::npos);
+
+    CHECK(gpuops_rescale_put(handle, "UCX-1", "bytes", 5) == GPUOPS_RESCALE_OK);
+    CHECK(base64_decode(coord.expect<Put>().val_b64) == "bytes");
+
+    std::thread barrier([&] { rc = gpuops_rescale_barrier(handle, 3000); });
+    const Fence f = coord.expect<Fence>();
+    CHECK(f.fence_id == "barrier-1-1");
+    coord.send(FenceDone{1, f.fence_id, true, "", {}});
+    barrier.join();
+    CHECK(rc == GPUOPS_RESCALE_OK);
+
+    std::thread get([&] { rc = gpuops_rescale_get(handle, "UCX-0", 0, buf.data(), buf.size(), &len, 3000); });
+    const Get g = coord.expect<Get>();
+    CHECK(g.member_id == 9);  // rank 0 of the view
+    coord.send(GetReply{1, "UCX-0", 9, true, base64_encode("peer-0"), ""});
+    get.join();
+    CHECK(rc == GPUOPS_RESCALE_OK);
+    CHECK(std::string(buf.data(), len) == "peer-0");
+
+    // A value larger than the buffer: refused, with the size it needs.
+    std::thread small([&] { rc = gpuops_rescale_get(handle, "big", 0, buf.data(), 2, &len, 3000); });
+    coord.expect<Get>();
+    coord.send(GetReply{1, "big", 9, true, base64_encode("0123456789"), ""});
+    small.join();
+    CHECK(rc == GPUOPS_RESCALE_EINVAL);
+    CHECK(len == 10);
+
+    gpuops_rescale_fini(handle);
+    CHECK(coord.expect<Leave>().reason == "finished");
+}
+
+TEST_CASE("the C API reports a coordinator that is not there", "[client]") {
+    gpuops_rescale_t* handle = nullptr;
+    // Port 1 on loopback: nothing listens, the client keeps retrying until the timeout.
+    CHECK(gpuops_rescale_init("127.0.0.1:1", "job", "t", "w", nullptr, 0, nullptr, 200, &handle) ==
+          GPUOPS_RESCALE_ETIMEOUT);
+    CHECK(handle == nullptr);
+    CHECK(gpuops_rescale_init("no-port", "job", "t", "w", nullptr, 0, nullptr, 200, &handle) == GPUOPS_RESCALE_EINVAL);
+    CHECK(std::string(gpuops_rescale_last_error()).find("HOST:PORT") != std::string::npos);
+    CHECK(gpuops_rescale_init(nullptr, "job", "t", "w", nullptr, 0, nullptr, 200, &handle) == GPUOPS_RESCALE_EINVAL);
 }
