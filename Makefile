@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 APT_PACKAGES = cmake g++ make pkg-config libhwloc-dev libhwloc-plugins hwloc libopenmpi-dev openmpi-bin libcli11-dev \
-               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libnauty2-dev libbenchmark-dev groff-base clang-format clang-tidy git python3-jsonschema
+               nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libnauty2-dev libbenchmark-dev libasio-dev groff-base clang-format clang-tidy git python3-jsonschema
 
 .PHONY: all deps configure build demo check bench lint clean format
 

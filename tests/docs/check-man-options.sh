@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Every option that `<tool> --help` lists must appear in its man page and its bash completion,
+# Every option that `<tool> [subcommand] --help` lists must appear in its man page and its bash completion,
 # and the man page must carry the tool's version.
 set -u
-tool=$1 page=$2 completion=$3
+tool=$1 page=$2 completion=$3 subcommand=${4:-}
 # Only the option column: lines that start with whitespace and a dash (CLI11's layout), not words in the text.
-options=$("$tool" --help | grep -oE -- '^ +(-[a-zA-Z], ?)?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
-[ -n "$options" ] || { echo "no options found in $tool --help"; exit 1; }
+# shellcheck disable=SC2086
+options=$("$tool" $subcommand --help | grep -oE -- '^ +(-[a-zA-Z], ?)?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+[ -n "$options" ] || { echo "no options found in $tool $subcommand --help"; exit 1; }
 fail=0
 for opt in $options; do
   # man pages escape hyphens as \-
