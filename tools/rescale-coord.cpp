@@ -1,0 +1,221 @@
+// rescale-coord: the coordinator of no-restart rescaling for one job (serve) and its admin client (status, shrink,
+// expand, drain-host, set, close), which talks to a running coordinator over the workers' port.
+#include <chrono>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "gpuops/core/cli.hpp"
+#include "gpuops/core/json_io.hpp"
+#include "gpuops/core/units.hpp"
+#include "gpuops/rescale/admin_client.hpp"
+#include "gpuops/rescale/admin_report.hpp"
+#include "gpuops/rescale/open_record_store.hpp"
+#include "gpuops/rescale/server.hpp"
+#include "gpuops/rescale/token_file.hpp"
+
+using namespace gpuops;
+using namespace gpuops::rescale;
+
+namespace {
+
+/// An admin command waits this long for its reply unless --timeout says otherwise.
+constexpr std::chrono::milliseconds default_admin_timeout{10000};
+
+struct ServeArgs {
+    std::string listen = fmt::format("{}:{}", default_host, default_port);
+    std::string db, token_file, admin_token_file, port_file, below_min = "wait";
+    bool manual_expand = false;
+    CoordinatorConfig config;
+    ServerOptions server;
+};
+
+struct AdminArgs {
+    std::string coord = fmt::format("{}:{}", default_host, default_port);
+    std::string token_file, host, deadline;
+    std::uint64_t count = 0, min_size = 0, max_size = 0;
+    TimeMs batch_window_ms = 0;
+    std::vector<MemberId> members;
+    std::vector<std::string> workers;
+};
+
+HostPort address_option(std::string_view option, std::string_view text) {
+    try {
+        return parse_host_port(text);
+    } catch (const DataError& e) {
+        throw UsageError(fmt::format("{}: {}", option, e.reason()));
+    }
+}
+
+CLI::App* add_serve(CLI::App& app, ServeArgs& a) {
+    auto* cmd = app.add_subcommand("serve", "Run the coordinator for one job until it is closed or signalled");
+    auto& c = a.config;
+    cmd->add_option("--listen", a.listen, "Listen on HOST:PORT (default 127.0.0.1:7100; port 0: any free port)")
+        ->type_name("ADDR");
+    cmd->add_option("--db", a.db, "The coordinator's record store")->required()->type_name("FILE");
+    cmd->add_option("--job", c.job, "The job id that workers name in HELLO")->required()->type_name("ID");
+    cmd->add_option("--token-file", a.token_file, "The job token (mode 600 or stricter)")->required()->type_name("F");
+    cmd->add_option("--admin-token-file", a.admin_token_file, "The admin token (default: the job token)")
+        ->type_name("F");
+    cmd->add_option("--port-file", a.port_file, "Once listening, write the bound port to F (atomically)")
+        ->type_name("F");
+    cmd->add_option("--min", c.min_size, "Smallest view the job may run with (default 1)")->type_name("N");
+    cmd->add_option("--max", c.max_size, "Largest view (default 1024)")->type_name("N");
+    cmd->add_option("--lease-ms", c.lease_ms, "A member is dead this long after its last message (default 5000)")
+        ->type_name("MS");
+    cmd->add_option("--reconnect-grace-ms", c.reconnect_grace_ms,
+                    "Time to resume after a lost connection (default 5000)")
+        ->type_name("MS");
+    cmd->add_option("--batch-window-ms", c.batch_window_ms, "Coalesce joiners and notices this long (default 100)")
+        ->type_name("MS");
+    cmd->add_option("--safe-point-timeout-ms", c.safe_point_timeout_ms,
+                    "Wait this long for safe points and drains (default 20000)")
+        ->type_name("MS");
+    cmd->add_option("--prepare-timeout-ms", c.prepare_timeout_ms, "Wait this long for ACKs (default 2000)")
+        ->type_name("MS");
+    cmd->add_option("--fence-timeout-ms", c.fence_timeout_ms, "A fence fails after this long (default 30000)")
+        ->type_name("MS");
+    cmd->add_option("--below-min", a.below_min, "When failures leave fewer than --min: wait (default) or close")
+        ->check(CLI::IsMember({"wait", "close"}))
+        ->type_name("POLICY");
+    cmd->add_flag("--manual-expand", a.manual_expand, "Admit joiners only on 'expand', not after the batch window");
+    cmd->add_option("--max-line-bytes", a.server.max_line_bytes, "Longest line a peer may send (default 1 MiB)")
+        ->type_name("B");
+    cmd->add_option("--max-queue-bytes", a.server.max_queue_bytes,
+                    "Drop a peer that leaves more than B bytes unread (default 16 MiB)")
+        ->type_name("B");
+    return cmd;
+}
+
+ExitCode serve(const cli::Tool& tool, ServeArgs& a) {
+    a.server.listen = address_option("--listen", a.listen);
+    if (a.config.min_size < 1 || a.config.max_size < a.config.min_size) {
+        throw UsageError(fmt::format("need 1 <= --min ({}) <= --max ({})", a.config.min_size, a.config.max_size));
+    }
+    a.config.token = read_token_file(a.token_file);
+    a.config.admin_token = a.admin_token_file.empty() ? a.config.token : read_token_file(a.admin_token_file);
+    a.config.below_min = a.below_min == "close" ? BelowMinPolicy::close : BelowMinPolicy::wait;
+    a.config.auto_expand = !a.manual_expand;
+    std::random_device entropy;
+    a.config.session_seed = (std::uint64_t{entropy()} << 32U) | entropy();
+    a.server.handle_signals = true;
+    a.server.note = [&tool](std::string_view message) { tool.note(message); };
+
+    OpenedStore opened = open_record_store(a.db);
+    if (!opened.durable) {
+        tool.warn(fmt::format("this build keeps decisions in memory, not in {}: a restart starts job {} afresh",
+                              quote(a.db), quote(a.config.job)));
+    }
+    Server server(a.server, a.config, *opened.store);
+    if (!a.port_file.empty()) {
+        Output out(a.port_file);
+        out.stream() << server.port() << '\n';
+        out.commit();
+    }
+    if (!tool.common().quiet) {
+        std::cerr << fmt::format("{}: listening on {} for job {}\n", tool.name(), to_string(server.address()),
+                                 quote(a.config.job));
+    }
+    server.run();
+    return ExitCode::ok;
+}
+
+/// The options every admin command has; each subcommand gets its own copy bound to the same variables.
+CLI::App* add_admin(CLI::App& app, AdminArgs& a, const std::string& name, const std::string& summary) {
+    auto* cmd = app.add_subcommand(name, summary);
+    cmd->add_option("--coord", a.coord, "The coordinator's HOST:PORT (default 127.0.0.1:7100)")->type_name("ADDR");
+    cmd->add_option("--token-file", a.token_file, "The admin token")->required()->type_name("F");
+    return cmd;
+}
+
+std::optional<TimeMs> deadline_ms(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    try {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(units::parse_duration(text)).count();
+    } catch (const DataError& e) {
+        throw UsageError("--deadline: " + e.reason());
+    }
+}
+
+AdminCommand shrink_command(const CLI::App& cmd, const AdminArgs& a) {
+    if ((cmd.count("--count") > 0) == (cmd.count("--members") > 0)) throw UsageError("give --count or --members");
+    if (cmd.count("--count") > 0 && a.count == 0) throw UsageError("--count: must be at least 1");
+    return ShrinkCmd{{}, a.members, a.count, deadline_ms(a.deadline)};
+}
+
+AdminCommand expand_command(const CLI::App& cmd, const AdminArgs& a) {
+    if (cmd.count("--count") > 0 && cmd.count("--workers") > 0) throw UsageError("give --count or --workers");
+    return ExpandCmd{{}, a.count, a.workers};
+}
+
+AdminCommand set_command(const CLI::App& cmd, const AdminArgs& a) {
+    SetCmd c;
+    if (cmd.count("--min") > 0) c.min_size = a.min_size;
+    if (cmd.count("--max") > 0) c.max_size = a.max_size;
+    if (cmd.count("--batch-window-ms") > 0) c.batch_window_ms = a.batch_window_ms;
+    if (!c.min_size && !c.max_size && !c.batch_window_ms) throw UsageError("give --min, --max or --batch-window-ms");
+    return c;
+}
+
+ExitCode admin(const cli::Tool& tool, AdminCommand command, const AdminArgs& a) {
+    const HostPort coord = address_option("--coord", a.coord);
+    const std::string token = read_token_file(a.token_file);
+    std::visit([&](auto& c) { c.token = token; }, command);
+    auto timeout = default_admin_timeout;
+    if (!tool.common().timeout.empty()) {
+        timeout = std::chrono::duration_cast<std::chrono::milliseconds>(units::parse_duration(tool.common().timeout));
+    }
+    const AdminReply reply = request_admin(coord, command, timeout);
+    if (!reply.ok) {
+        throw Error(ExitCode::negative, fmt::format("the coordinator refused: {} ({})", reply.msg,
+                                                    reply.code ? to_string(*reply.code) : "no code"));
+    }
+    if (tool.common().format == "text") {
+        tool.write(admin_report_text(reply));
+    } else {
+        tool.write(json_io::dump(admin_report_json(reply, tool.name()), !tool.common().compact));
+    }
+    return ExitCode::ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    cli::Tool tool("rescale-coord",
+                   "Coordinate no-restart rescaling of one job: 'serve' runs the coordinator; the other commands\n"
+                   "ask a running coordinator for its status or to change the job's membership.",
+                   {"json", "text"});
+    auto& app = tool.app();
+    app.fallthrough();  // --format, -o, --timeout may follow the subcommand
+    ServeArgs serve_args;
+    AdminArgs a;
+    auto* serve_cmd = add_serve(app, serve_args);
+    auto* status_cmd = add_admin(app, a, "status", "Print the coordinator's view, transition and members");
+    auto* shrink_cmd = add_admin(app, a, "shrink", "Drain and remove members (the highest ranks with --count)");
+    shrink_cmd->add_option("--count", a.count, "Remove this many members")->type_name("K");
+    shrink_cmd->add_option("--members", a.members, "Remove these member ids")->delimiter(',')->type_name("ID");
+    shrink_cmd->add_option("--deadline", a.deadline, "Time the victims have to drain (e.g. 30s)")->type_name("D");
+    auto* expand_cmd = add_admin(app, a, "expand", "Admit waiting joiners now (all of them by default)");
+    expand_cmd->add_option("--count", a.count, "Admit this many, in arrival order")->type_name("K");
+    expand_cmd->add_option("--workers", a.workers, "Admit these worker ids")->delimiter(',')->type_name("ID");
+    auto* drain_cmd = add_admin(app, a, "drain-host", "Drain and remove every member on a host");
+    drain_cmd->add_option("host", a.host, "The host name the workers registered with")->required()->type_name("HOST");
+    drain_cmd->add_option("--deadline", a.deadline, "Time the victims have to drain (e.g. 30s)")->type_name("D");
+    auto* set_cmd = add_admin(app, a, "set", "Change the job's size limits or batch window");
+    set_cmd->add_option("--min", a.min_size, "Smallest view")->type_name("N");
+    set_cmd->add_option("--max", a.max_size, "Largest view")->type_name("N");
+    set_cmd->add_option("--batch-window-ms", a.batch_window_ms, "Coalescing window for joiners")->type_name("MS");
+    auto* close_cmd = add_admin(app, a, "close", "End the job: members are released and the coordinator stops");
+
+    return tool.run(argc, argv, [&] {
+        if (serve_cmd->parsed()) return serve(tool, serve_args);
+        if (status_cmd->parsed()) return admin(tool, StatusCmd{}, a);
+        if (shrink_cmd->parsed()) return admin(tool, shrink_command(*shrink_cmd, a), a);
+        if (expand_cmd->parsed()) return admin(tool, expand_command(*expand_cmd, a), a);
+        if (drain_cmd->parsed()) return admin(tool, DrainHostCmd{{}, a.host, deadline_ms(a.deadline)}, a);
+        if (set_cmd->parsed()) return admin(tool, set_command(*set_cmd, a), a);
+        if (close_cmd->parsed()) return admin(tool, CloseCmd{}, a);
+        throw UsageError("give a command: serve, status, shrink, expand, drain-host, set or close (see --help)");
+    });
+}
