@@ -1,7 +1,11 @@
-// rescale-coord: the coordinator of no-restart rescaling for one job (serve) and its admin client (status, shrink,
-// expand, drain-host, set, close), which talks to a running coordinator over the workers' port.
+// rescale-coord: the coordinator of no-restart rescaling for one job (serve), its admin client (status, shrink,
+// expand, drain-host, set, close) over the workers' port, the reference worker (worker) and the spot
+// interruption agent (spot-agent).
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <iostream>
+#include <mutex>
 #include <random>
 
 #include <fmt/format.h>
@@ -11,8 +15,11 @@
 #include "gpuops/core/units.hpp"
 #include "gpuops/rescale/admin_client.hpp"
 #include "gpuops/rescale/admin_report.hpp"
-#include "gpuops/rescale/open_record_store.hpp"
+#include "gpuops/rescale/client.hpp"
+#include "gpuops/rescale/metadata_poller.hpp"
+#include "gpuops/rescale/reference_worker.hpp"
 #include "gpuops/rescale/server.hpp"
+#include "gpuops/rescale/sqlite_store.hpp"
 #include "gpuops/rescale/token_file.hpp"
 
 using namespace gpuops;
@@ -102,12 +109,8 @@ ExitCode serve(const cli::Tool& tool, ServeArgs& a) {
     a.server.handle_signals = true;
     a.server.note = [&tool](std::string_view message) { tool.note(message); };
 
-    OpenedStore opened = open_record_store(a.db);
-    if (!opened.durable) {
-        tool.warn(fmt::format("this build keeps decisions in memory, not in {}: a restart starts job {} afresh",
-                              quote(a.db), quote(a.config.job)));
-    }
-    Server server(a.server, a.config, *opened.store);
+    SqliteRecordStore store(a.db, a.config.job);
+    Server server(a.server, a.config, store);
     if (!a.port_file.empty()) {
         Output out(a.port_file);
         out.stream() << server.port() << '\n';
@@ -118,6 +121,122 @@ ExitCode serve(const cli::Tool& tool, ServeArgs& a) {
                                  quote(a.config.job));
     }
     server.run();
+    return ExitCode::ok;
+}
+
+/// SIGINT/SIGTERM ask the worker or the agent to leave cleanly.
+std::atomic<bool> stop_requested{false};
+extern "C" void request_stop(int /*signal*/) { stop_requested = true; }
+
+struct WorkerArgs {
+    std::string coord = fmt::format("{}:{}", default_host, default_port);
+    std::string token_file;
+    ReferenceWorkerOptions worker;
+    std::int64_t heartbeat_ms = 1000;
+    std::int64_t step_ms = 5;
+    bool no_exchange = false;
+};
+
+CLI::App* add_worker(CLI::App& app, WorkerArgs& a) {
+    auto* cmd = app.add_subcommand("worker", "Run the reference worker: live state kept across rescales, events as "
+                                             "JSON lines");
+    auto& c = a.worker.client;
+    cmd->add_option("--coord", a.coord, "The coordinator's HOST:PORT (default 127.0.0.1:7100)")->type_name("ADDR");
+    cmd->add_option("--token-file", a.token_file, "The job token")->required()->type_name("F");
+    cmd->add_option("--id", c.worker_id, "This worker's stable id (e.g. instance id and slot)")
+        ->required()
+        ->type_name("NAME");
+    cmd->add_option("--job", c.job, "The job to join (default: the one the coordinator serves)")->type_name("ID");
+    cmd->add_option("--host", c.host, "The host name to register (default: this host's)")->type_name("HOST");
+    cmd->add_option("--buffer-bytes", a.worker.buffer_bytes, "Live state checked at every view change (default 1 MiB)")
+        ->type_name("B");
+    cmd->add_option("--step-ms", a.step_ms, "One step of work between safe points (default 5)")->type_name("MS");
+    cmd->add_option("--heartbeat-ms", a.heartbeat_ms, "Heartbeat period (default 1000)")->type_name("MS");
+    cmd->add_flag("--no-exchange", a.no_exchange, "Skip the put/fence address exchange after each commit");
+    return cmd;
+}
+
+ExitCode worker(const cli::Tool& tool, WorkerArgs& a) {
+    (void)address_option("--coord", a.coord);
+    auto& c = a.worker.client;
+    c.coord = a.coord;
+    c.token = read_token_file(a.token_file);
+    c.addr_b64 = base64_encode(fmt::format("{}@{}", c.worker_id, c.host.empty() ? "localhost" : c.host));
+    c.heartbeat = std::chrono::milliseconds(std::max<std::int64_t>(a.heartbeat_ms, 1));
+    a.worker.step = std::chrono::milliseconds(std::max<std::int64_t>(a.step_ms, 1));
+    a.worker.exchange = !a.no_exchange;
+    (void)std::signal(SIGINT, request_stop);
+    (void)std::signal(SIGTERM, request_stop);
+    // Events are a record stream: one JSON line each, flushed, so a pipe sees them as they happen.
+    std::mutex out;
+    const WorkerEventSink sink = [&](const json_io::Json& event) {
+        const std::lock_guard lock(out);
+        std::cout << event.dump() << '\n' << std::flush;
+    };
+    const int rc = run_reference_worker(a.worker, stop_requested, sink);
+    if (rc != 0) tool.warn(fmt::format("worker {} ended evicted or with its state corrupted", quote(c.worker_id)));
+    return rc == 0 ? ExitCode::ok : ExitCode::negative;
+}
+
+struct SpotArgs {
+    std::string coord = fmt::format("{}:{}", default_host, default_port);
+    std::string token_file, provider = "aws", worker_id;
+    PollerOptions poller;
+    std::int64_t interval_ms = 1000;
+    bool once = false;
+};
+
+CLI::App* add_spot_agent(CLI::App& app, SpotArgs& a) {
+    auto* cmd = app.add_subcommand("spot-agent", "Poll the cloud's interruption notice and forward it as NOTICE");
+    cmd->add_option("--provider", a.provider, "aws (default), gcp or azure")
+        ->check(CLI::IsMember({"aws", "gcp", "azure"}))
+        ->type_name("CLOUD");
+    cmd->add_option("--metadata-url", a.poller.metadata_url, "The metadata service (default: the provider's)")
+        ->type_name("URL");
+    cmd->add_option("--coord", a.coord, "The coordinator's HOST:PORT (default 127.0.0.1:7100)")->type_name("ADDR");
+    cmd->add_option("--token-file", a.token_file, "The job token")->required()->type_name("F");
+    cmd->add_option("--worker-id", a.worker_id, "The worker(s) on this instance, as they registered")
+        ->required()
+        ->type_name("NAME");
+    cmd->add_option("--interval-ms", a.interval_ms, "Time between polls (default 1000)")->type_name("MS");
+    cmd->add_option("--azure-vm-name", a.poller.azure_vm_name, "azure: only events for this VM")->type_name("NAME");
+    cmd->add_flag("--azure-acknowledge", a.poller.azure_acknowledge,
+                  "azure: start the event early once the coordinator took the notice");
+    cmd->add_flag("--once", a.once, "Poll once: forward a notice if there is one, exit 1 if there is none");
+    return cmd;
+}
+
+ExitCode spot_agent(const cli::Tool& tool, SpotArgs& a) {
+    const HostPort coord = address_option("--coord", a.coord);
+    const std::string token = read_token_file(a.token_file);
+    a.poller.provider = *parse_provider(a.provider);
+    if (a.poller.metadata_url.empty()) a.poller.metadata_url = std::string(default_metadata_url(a.poller.provider));
+    a.poller.interval = std::chrono::milliseconds(std::max<std::int64_t>(a.interval_ms, 1));
+    MetadataPoller poller(a.poller);
+    // Forwarded before the poller acknowledges anything (Azure): a notice the coordinator did not take is offered
+    // again at the next poll.
+    const NoticeHandler forward = [&](const SpotNotice& n) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(n.deadline - std::chrono::system_clock::now())
+                .count();
+        const AdminReply reply = send_notice(coord,
+                                             Notice{a.worker_id, std::string(to_string(n.provider)),
+                                                    format_rfc3339(n.deadline), std::max<TimeMs>(left, 0), token},
+                                             default_admin_timeout);
+        if (!reply.ok) throw UnavailableError(fmt::format("the coordinator refused the notice: {}", reply.msg));
+        tool.note(fmt::format("forwarded {} notice for {}: {}", to_string(n.provider), quote(a.worker_id), reply.msg));
+        std::cout << to_json(n).dump() << '\n' << std::flush;
+    };
+    if (a.once) {
+        const auto notice = poller.poll_once();
+        if (!notice) return ExitCode::negative;
+        forward(*notice);
+        if (a.poller.azure_acknowledge) poller.acknowledge(*notice);
+        return ExitCode::ok;
+    }
+    (void)std::signal(SIGINT, request_stop);
+    (void)std::signal(SIGTERM, request_stop);
+    poller.run(stop_requested, forward, [&](const Error& e) { tool.warn(e.what()); });
     return ExitCode::ok;
 }
 
@@ -207,6 +326,10 @@ int main(int argc, char** argv) {
     set_cmd->add_option("--max", a.max_size, "Largest view")->type_name("N");
     set_cmd->add_option("--batch-window-ms", a.batch_window_ms, "Coalescing window for joiners")->type_name("MS");
     auto* close_cmd = add_admin(app, a, "close", "End the job: members are released and the coordinator stops");
+    WorkerArgs worker_args;
+    auto* worker_cmd = add_worker(app, worker_args);
+    SpotArgs spot_args;
+    auto* spot_cmd = add_spot_agent(app, spot_args);
 
     return tool.run(argc, argv, [&] {
         if (serve_cmd->parsed()) return serve(tool, serve_args);
@@ -216,6 +339,9 @@ int main(int argc, char** argv) {
         if (drain_cmd->parsed()) return admin(tool, DrainHostCmd{{}, a.host, deadline_ms(a.deadline)}, a);
         if (set_cmd->parsed()) return admin(tool, set_command(*set_cmd, a), a);
         if (close_cmd->parsed()) return admin(tool, CloseCmd{}, a);
-        throw UsageError("give a command: serve, status, shrink, expand, drain-host, set or close (see --help)");
+        if (worker_cmd->parsed()) return worker(tool, worker_args);
+        if (spot_cmd->parsed()) return spot_agent(tool, spot_args);
+        throw UsageError(
+            "give a command: serve, status, shrink, expand, drain-host, set, close, worker or spot-agent (see --help)");
     });
 }

@@ -25,10 +25,8 @@ constexpr std::size_t max_reply_bytes = 16 * default_max_line_bytes;
 /// ends whatever step is pending.
 class Exchange {
 public:
-    Exchange(HostPort coord, const AdminCommand& command, std::chrono::milliseconds timeout)
-        : coord_(std::move(coord)),
-          timeout_(timeout),
-          request_(encode(Envelope{1, std::visit([](const auto& c) -> Message { return c; }, command)}) + "\n") {}
+    Exchange(HostPort coord, Message request, std::chrono::milliseconds timeout)
+        : coord_(std::move(coord)), timeout_(timeout), request_(encode(Envelope{1, std::move(request)}) + "\n") {}
 
     AdminReply run() {
         std::error_code error;
@@ -128,7 +126,11 @@ private:
 }  // namespace
 
 AdminReply request_admin(const HostPort& coord, const AdminCommand& command, std::chrono::milliseconds timeout) {
-    return Exchange(coord, command, timeout).run();
+    return Exchange(coord, std::visit([](const auto& c) -> Message { return c; }, command), timeout).run();
+}
+
+AdminReply send_notice(const HostPort& coord, const Notice& notice, std::chrono::milliseconds timeout) {
+    return Exchange(coord, notice, timeout).run();
 }
 
 }  // namespace gpuops::rescale

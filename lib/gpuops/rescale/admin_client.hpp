@@ -17,4 +17,8 @@ namespace gpuops::rescale {
 [[nodiscard]] AdminReply request_admin(const HostPort& coord, const AdminCommand& command,
                                        std::chrono::milliseconds timeout);
 
+/// An interruption notice from an agent on the instance (with the job token): the coordinator's answer, ok when
+/// the notice was taken; an ERROR (no such worker, a wrong token) comes back as a reply that is not ok.
+[[nodiscard]] AdminReply send_notice(const HostPort& coord, const Notice& notice, std::chrono::milliseconds timeout);
+
 }  // namespace gpuops::rescale

@@ -200,7 +200,8 @@ void Coordinator::handle(ConnId conn, std::uint64_t seq, const Hello& m) {
         reply_error(conn, seq, ErrorCode::protocol, "this connection already has a member");
         return;
     }
-    if (m.job != config_.job || !same_secret(m.token, config_.token)) {
+    // An empty job means "the job this coordinator serves": the token is what authenticates.
+    if ((!m.job.empty() && m.job != config_.job) || !same_secret(m.token, config_.token)) {
         reply_error(conn, seq, ErrorCode::bad_token, fmt::format("wrong job or token for job {}", quote(m.job)));
         close_conn(conn);
         return;
@@ -398,6 +399,13 @@ void Coordinator::handle(ConnId conn, std::uint64_t seq, const Notice& m) {
         }
         if (!member.victim_deadline) member.changed_at = now_;
         member.victim_deadline = std::min(member.victim_deadline.value_or(deadline), deadline);
+    }
+    // An agent has no member to hear from later: it is told the notice was taken.
+    if (!conn_member_.contains(conn)) {
+        send(conn, AdminReply{true, std::nullopt,
+                              fmt::format("notice for worker {} taken: {} member(s) to drain", quote(m.worker_id),
+                                          targets.size()),
+                              nullptr});
     }
 }
 
