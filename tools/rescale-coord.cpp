@@ -134,6 +134,7 @@ struct WorkerArgs {
     ReferenceWorkerOptions worker;
     std::int64_t heartbeat_ms = 1000;
     std::int64_t step_ms = 5;
+    std::int64_t prepare_delay_ms = 0;
     bool no_exchange = false;
 };
 
@@ -153,6 +154,9 @@ CLI::App* add_worker(CLI::App& app, WorkerArgs& a) {
     cmd->add_option("--step-ms", a.step_ms, "One step of work between safe points (default 5)")->type_name("MS");
     cmd->add_option("--heartbeat-ms", a.heartbeat_ms, "Heartbeat period (default 1000)")->type_name("MS");
     cmd->add_flag("--no-exchange", a.no_exchange, "Skip the put/fence address exchange after each commit");
+    cmd->add_option("--prepare-delay-ms", a.prepare_delay_ms,
+                    "Time endpoint reconciliation takes before each ACK (default 0)")
+        ->type_name("MS");
     return cmd;
 }
 
@@ -165,6 +169,7 @@ ExitCode worker(const cli::Tool& tool, WorkerArgs& a) {
     c.heartbeat = std::chrono::milliseconds(std::max<std::int64_t>(a.heartbeat_ms, 1));
     a.worker.step = std::chrono::milliseconds(std::max<std::int64_t>(a.step_ms, 1));
     a.worker.exchange = !a.no_exchange;
+    a.worker.prepare_delay = std::chrono::milliseconds(std::max<std::int64_t>(a.prepare_delay_ms, 0));
     (void)std::signal(SIGINT, request_stop);
     (void)std::signal(SIGTERM, request_stop);
     // Events are a record stream: one JSON line each, flushed, so a pipe sees them as they happen.

@@ -291,7 +291,7 @@ private:
         Hello h{options_.job,  options_.token,    options_.worker_id, incarnation_,
                 options_.host, options_.addr_b64, options_.meta,      std::nullopt};
         if (member_) h.resume = ResumeInfo{*member_, session_, view_.epoch};
-        send(std::move(h));
+        hello_seq_ = send(std::move(h));
     }
 
     /// The connection dropped: keep the view and retry with full-jitter backoff (§6.4, 10 ms → 1 s).
@@ -389,16 +389,29 @@ private:
             member_ = w.member_id;
         }
         if (w.state == JoinState::active && w.view) {
-            MemberView v = view_from(*w.view);
-            const bool newer = v.epoch > view_.epoch;
-            proposed_.reset();
-            transition_.reset();
-            set_view(std::move(v));
-            // A commit that happened while disconnected: the runtime switches now.
-            if (newer && callbacks_.on_commit) callbacks_.on_commit(view_);
-        } else {
+            resume_into(view_from(*w.view));
+        } else if (!proposed_) {
             set_state(ClientState::joining);
         }
+    }
+
+    /// WELCOME after a reconnect names the committed view; a proposal this worker ACKed may still be open.
+    void resume_into(MemberView v) {
+        if (proposed_ && v.epoch < proposed_->epoch) {
+            // ACKed before the connection dropped and not decided yet: the COMMIT or ABORT is still to come.
+            if (v.epoch > view_.epoch) set_view(std::move(v));
+            set_state(ClientState::prepared);
+            return;
+        }
+        if (proposed_ && v.epoch > proposed_->epoch && callbacks_.on_abort) {
+            callbacks_.on_abort(Abort{proposed_->epoch, 0, "superseded while disconnected"});
+        }
+        const bool newer = v.epoch > view_.epoch;
+        proposed_.reset();
+        transition_.reset();
+        set_view(std::move(v));
+        // A commit that happened while disconnected (maybe of the proposal it ACKed): the runtime switches now.
+        if (newer && callbacks_.on_commit) callbacks_.on_commit(view_);
     }
 
     void on(const Transition& t) {
@@ -509,7 +522,10 @@ private:
 
     void on(const ErrorReply& e) {
         if (e.code == ErrorCode::closed) return finish(ClientState::stopped, "the job is closed");
-        if (e.code == ErrorCode::bad_token && !registered_) return finish(ClientState::evicted, e.msg);
+        // A refused HELLO never gets better by retrying: a wrong token, or a resume the coordinator cannot place
+        // (its database was lost or belongs to another job).
+        if (e.re && *e.re == hello_seq_ && (e.code == ErrorCode::bad_token || e.code == ErrorCode::unknown_member))
+            return finish(ClientState::evicted, fmt::format("HELLO refused: {}", e.msg));
         if (!e.re) return;
         const auto it = requests_.find(*e.re);
         if (it == requests_.end()) return;
@@ -559,6 +575,7 @@ private:
     bool finishing_ = false;
     std::string session_;
     std::uint64_t seq_ = 0;
+    std::uint64_t hello_seq_ = 0;
     int attempt_ = 0;
     std::optional<std::chrono::steady_clock::time_point> down_since_;
     std::optional<Transition> transition_;

@@ -106,8 +106,9 @@ public:
     /// Forwards an interruption notice for this worker (as the spot agent would).
     void notice(std::string source, std::string deadline_utc, std::optional<TimeMs> deadline_in_ms);
 
-    /// Bootstrap calls of the committed epoch (§6.5). Each throws gpuops::Error when it fails (stale epoch, the
-    /// fence failed, the timeout passed, the worker is out).
+    /// Bootstrap calls of the committed epoch (§6.5). put() is asynchronous: a PUT the coordinator refuses
+    /// (a stale epoch) shows as a missing entry at the next fence. fence() and get() throw gpuops::Error when they
+    /// fail (stale epoch, the fence failed, the timeout passed, the connection dropped, the worker is out).
     void put(const std::string& key, const std::string& val_b64, KvScope scope = KvScope::epoch);
     /// A barrier of the committed epoch's members; with `collect`, every PUT of the epoch.
     [[nodiscard]] std::vector<KvEntry> fence(const std::string& fence_id, bool collect,

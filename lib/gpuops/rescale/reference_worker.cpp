@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -76,6 +77,7 @@ private:
         };
         // Endpoint reconciliation stands in for UCX: the state the new view will run on must be intact.
         cb.on_prepare = [this](const MemberView&, const Prepare&) -> std::string {
+            if (options_.prepare_delay.count() > 0) std::this_thread::sleep_for(options_.prepare_delay);
             return buffer_ok() ? std::string() : "the worker's buffer is corrupted";
         };
         cb.on_commit = [this](const MemberView& view) {

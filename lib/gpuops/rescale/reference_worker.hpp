@@ -22,6 +22,9 @@ struct ReferenceWorkerOptions {
     std::chrono::milliseconds step{5};                ///< one unit of "work" between safe points
     std::chrono::milliseconds fence_timeout{10'000};
     bool exchange = true;  ///< after each commit: PUT this worker's key, FENCE with collect, check every member's
+    /// Time endpoint reconciliation takes before the ACK (a runtime opening UCX endpoints to many peers); tests
+    /// use it to kill a worker while a proposal is open.
+    std::chrono::milliseconds prepare_delay{0};
 };
 
 /// Events, one JSON object each:

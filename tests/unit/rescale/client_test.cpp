@@ -459,3 +459,39 @@ TEST_CASE("the C API reports a coordinator that is not there", "[client]") {
     CHECK(std::string(gpuops_rescale_last_error()).find("HOST:PORT") != std::string::npos);
     CHECK(gpuops_rescale_init(nullptr, "job", "t", "w", nullptr, 0, nullptr, 200, &handle) == GPUOPS_RESCALE_EINVAL);
 }
+
+TEST_CASE("a worker that ACKed and lost its connection still takes the COMMIT after resuming", "[client]") {
+    ScriptedCoordinator coord;
+    ClientOptions o = options_for(coord);
+    o.backoff_min = 5ms;
+    o.backoff_max = 20ms;
+    Client client(o, {});
+    client.start();
+    join_epoch_one(coord, client);
+    coord.send(prepare_for(2, 1, {1, 2, 3}, {{3, 2, "Yw=="}}, {}, false));
+    CHECK(coord.expect<Ack>().ok);
+    coord.drop();
+    REQUIRE(coord.expect<Hello>().resume.has_value());
+    // The coordinator has not decided yet: WELCOME names epoch 1, then the decision arrives.
+    ViewInfo one{1, view_hash(1, std::vector<MemberId>{1, 2}), {{1, 0, "YQ=="}, {2, 1, "Yg=="}}};
+    coord.send(Welcome{1, "sess-1", 1, JoinState::active, one});
+    coord.send(Commit{2, view_hash(2, std::vector<MemberId>{1, 2, 3})});
+    CHECK(coord.expect<Ready>().epoch == 2);
+    const auto view = client.wait_epoch_after(1, 2s);
+    REQUIRE(view.has_value());
+    CHECK(view->members == std::vector<MemberId>{1, 2, 3});
+}
+
+TEST_CASE("a resume the coordinator cannot place ends the worker instead of retrying forever", "[client]") {
+    ScriptedCoordinator coord;
+    ClientOptions o = options_for(coord);
+    o.backoff_min = 5ms;
+    o.backoff_max = 20ms;
+    Client client(o, {});
+    client.start();
+    join_epoch_one(coord, client);
+    coord.drop();
+    const Envelope hello = coord.expect_envelope<Hello>();
+    coord.send(ErrorReply{ErrorCode::unknown_member, "no member 1", hello.seq});
+    CHECK(client.wait_exit(2s) == ClientState::evicted);
+}
