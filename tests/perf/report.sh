@@ -1,5 +1,5 @@
 # make bench: runs bench_topo with repetitions, then bench_report's median/ratio table, then bench_catalog, then
-# bench_plan, then bench_sif, then bench_simulate.
+# bench_plan, then bench_sif, then bench_simulate, then bench_rescale.
 # Usage: sh report.sh BUILD_DIR
 set -eu
 
@@ -20,7 +20,8 @@ bench_catalog=$build/tests/perf/bench_catalog
 bench_plan=$build/tests/perf/bench_plan
 bench_sif=$build/tests/perf/bench_sif
 bench_simulate=$build/tests/perf/bench_simulate
-for tool in "$bench_catalog" "$bench_plan" "$bench_sif" "$bench_simulate"; do
+bench_rescale=$build/tests/perf/bench_rescale
+for tool in "$bench_catalog" "$bench_plan" "$bench_sif" "$bench_simulate" "$bench_rescale"; do
     if [ ! -x "$tool" ]; then
         echo "report.sh: error: $tool is missing (try: make build)" >&2
         exit 69
@@ -77,3 +78,10 @@ simulate_report=$out/bench-simulate.json
 echo ""
 echo "report.sh: running bench_simulate (${GPUOPS_BENCH_SIMULATE_REPETITIONS:-5} replays per trace and policy)" >&2
 "$bench_simulate" --json "$simulate_report" --repetitions "${GPUOPS_BENCH_SIMULATE_REPETITIONS:-5}"
+
+# The rescale-coord rows: rescale latency p50/p99 and the coordinator's share for N = 4..256 workers on loopback, and
+# the bootstrap of 1024 workers; a missed target prints FAIL.
+rescale_report=$out/bench-rescale.json
+echo ""
+echo "report.sh: running bench_rescale (about a minute)" >&2
+"$bench_rescale" --json "$rescale_report"

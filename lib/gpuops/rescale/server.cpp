@@ -3,7 +3,9 @@
 #include "gpuops/rescale/server.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <utility>
@@ -16,6 +18,16 @@
 #include "gpuops/rescale/server_connection.hpp"
 
 namespace gpuops::rescale {
+
+namespace {
+/// CPU time of the calling thread: the coordinator's own work, not the time other processes on the same cores
+/// (workers, on a test machine) kept it waiting.
+std::uint64_t thread_cpu_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000U + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+}  // namespace
 namespace {
 
 using asio::ip::tcp;
@@ -59,6 +71,11 @@ struct Server::Impl final : detail::ConnectionEvents {
     void on_flushed() override;
 
     void execute(const Actions& actions);
+    void account(std::uint64_t cpu_started_ns);
+    std::atomic<std::uint64_t> events{0};
+    std::atomic<std::uint64_t> busy_ns{0};
+    std::atomic<std::uint64_t> persist_ns{0};
+    std::atomic<std::uint64_t> persists{0};
     void run_action(const PersistAction& action);
     void run_action(const SendAction& action);
     void run_action(const CloseAction& action);
@@ -158,7 +175,14 @@ std::shared_ptr<detail::Connection> Server::Impl::find(ConnId id) const {
 
 void Server::Impl::on_line(ConnId id, std::string_view line) {
     if (stopped) return;
+    const std::uint64_t started = thread_cpu_ns();
     execute(core->on_line(now_ms(), id, line, options.max_line_bytes));
+    account(started);
+}
+
+void Server::Impl::account(std::uint64_t cpu_started_ns) {
+    busy_ns += thread_cpu_ns() - cpu_started_ns;
+    ++events;
 }
 
 void Server::Impl::on_lost(ConnId id, std::string_view why) {
@@ -166,7 +190,10 @@ void Server::Impl::on_lost(ConnId id, std::string_view why) {
     // Posted: a connection can be lost in the middle of running an action list, and the core must finish one
     // event before it hears the next.
     asio::post(io, [this, id] {
-        if (!stopped) execute(core->on_closed(now_ms(), id));
+        if (stopped) return;
+        const std::uint64_t started = thread_cpu_ns();
+        execute(core->on_closed(now_ms(), id));
+        account(started);
     });
 }
 
@@ -187,7 +214,11 @@ void Server::Impl::execute(const Actions& actions) {
 }
 
 void Server::Impl::run_action(const PersistAction& action) {
+    const auto started = std::chrono::steady_clock::now();
     store.append(action.record);  // durable when it returns; a failure propagates before anything later is sent
+    persist_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+    ++persists;
     crash_hook.after_append(action.record);
 }
 
@@ -222,7 +253,9 @@ void Server::Impl::on_timer() {
     if (stopped) return;
     armed_for.reset();
     last_tick = now_ms();
+    const std::uint64_t started = thread_cpu_ns();
     execute(core->on_tick(last_tick));
+    account(started);
 }
 
 // ---- stopping -------------------------------------------------------------------------------------------------
@@ -277,6 +310,10 @@ Server::~Server() = default;
 HostPort Server::address() const { return impl_->bound; }
 
 std::uint16_t Server::port() const { return impl_->bound.port; }
+
+ServerStats Server::stats() const {
+    return {impl_->events.load(), impl_->busy_ns.load(), impl_->persist_ns.load(), impl_->persists.load()};
+}
 
 void Server::run() {
     if (impl_->stopped) return;

@@ -33,6 +33,14 @@ struct ServerOptions {
     std::function<void(std::string_view)> note;
 };
 
+/// What the coordinator itself spent, for the benchmarks.
+struct ServerStats {
+    std::uint64_t events = 0;      ///< lines, ticks and closed connections handled
+    std::uint64_t busy_ns = 0;     ///< CPU time handling them: decoding, the core, persisting, encoding the sends
+    std::uint64_t persist_ns = 0;  ///< wall time in store appends (waiting for fsync included)
+    std::uint64_t persists = 0;
+};
+
 /// One coordinator serving one job on one port; workers and admin clients share the port.
 ///
 /// Persistence: every record the core emits is appended to the store (which returns once the record is
@@ -60,6 +68,8 @@ public:
     void run();
     /// Makes run() return soon; callable from any thread, also before run().
     void stop();
+    /// Counters since start; callable from any thread.
+    [[nodiscard]] ServerStats stats() const;
 
 private:
     struct Impl;
