@@ -5,8 +5,8 @@
 #ifndef GPUOPS_RESCALE_C_API_H
 #define GPUOPS_RESCALE_C_API_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include <stddef.h> /* NOLINT(modernize-deprecated-headers): a C header */
+#include <stdint.h> /* NOLINT(modernize-deprecated-headers) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,9 +20,9 @@ enum {
     GPUOPS_RESCALE_EFAILED = -4   /* the coordinator refused the request or the fence failed */
 };
 
-typedef struct gpuops_rescale gpuops_rescale_t;
+typedef struct gpuops_rescale gpuops_rescale_t; /* NOLINT(modernize-use-using): C has no using */
 
-typedef struct {
+typedef struct { /* NOLINT(modernize-use-using) */
     /* A transition started: reach a safe point, then call gpuops_rescale_safe_point() (victim != 0:
      * migrate work away, then gpuops_rescale_drained()). NULL: the client does so at once. */
     void (*on_transition)(void* user, uint64_t transition_id, int victim);

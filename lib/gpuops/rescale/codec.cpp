@@ -20,7 +20,7 @@ using json_io::Json;
 /// turns into ERROR{PROTOCOL}.
 class Reader {
 public:
-    explicit Reader(const json_io::View& object) : object_(object) {}
+    explicit Reader(json_io::View object) : object_(std::move(object)) {}
 
     [[nodiscard]] std::uint64_t u64(std::string_view key) const { return to_u64(object_.at(key)); }
     [[nodiscard]] std::optional<std::uint64_t> opt_u64(std::string_view key) const {
@@ -110,6 +110,7 @@ std::vector<MemberId> read_rank_map(const json_io::View& map) {
         by_rank[rank] = id;
     }
     std::vector<MemberId> members;
+    members.reserve(by_rank.size());
     for (const auto& id : by_rank)
         members.push_back(*id);
     return members;
