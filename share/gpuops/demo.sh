@@ -46,3 +46,28 @@ plot=$(mktemp --suffix=.svg)
 trap 'rm -f "$catalog" "$plot"' EXIT
 "$bin/compass-place" simulate --trace "$examples/trace-mixed.csv" --format text --plot "$plot"
 echo "(plot of N*SIF and GPU utilisation per policy: $(wc -c <"$plot") bytes of SVG; see README.md)"
+echo
+echo "== rescale-coord: a coordinator, 4 reference workers, a shrink of 1 and a close (port from --port-file)"
+job=$(mktemp -d)
+trap 'rm -f "$catalog" "$plot"; rm -rf "$job"' EXIT
+( umask 077; echo "demo-token" > "$job/token" )
+"$bin/rescale-coord" serve -q --listen 127.0.0.1:0 --db "$job/coord.db" --job demo --token-file "$job/token" \
+  --port-file "$job/port" --min 2 &
+coord_pid=$!
+for _ in $(seq 100); do [ -s "$job/port" ] && break; sleep 0.05; done
+coord=127.0.0.1:$(cat "$job/port")
+for i in 0 1 2 3; do
+  "$bin/rescale-coord" worker --coord "$coord" --token-file "$job/token" --id "w$i" > "$job/w$i.jsonl" &
+done
+for _ in $(seq 100); do
+  [ "$(cat "$job"/w*.jsonl 2>/dev/null | grep -c '"size":4')" = 4 ] && break; sleep 0.05
+done
+"$bin/rescale-coord" shrink --coord "$coord" --token-file "$job/token" --count 1 --format text | head -1
+for _ in $(seq 100); do
+  [ "$(cat "$job"/w*.jsonl | grep -c '"size":3')" = 3 ] && break; sleep 0.05
+done
+"$bin/rescale-coord" status --coord "$coord" --token-file "$job/token" --format text
+"$bin/rescale-coord" close --coord "$coord" --token-file "$job/token" > /dev/null
+wait
+echo "worker w0's events:"
+cat "$job/w0.jsonl"
