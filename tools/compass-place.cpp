@@ -2,7 +2,6 @@
 // (where each instance goes, the migrations it causes, or that the job must wait: exit 1), and `simulate`, the
 // replay of a job trace under several policies with the COMPASS-ABS metrics.
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -15,9 +14,7 @@
 #include "gpuops/core/output.hpp"
 #include "gpuops/placement/decision.hpp"
 #include "gpuops/placement/job.hpp"
-#include "gpuops/placement/simulation_report.hpp"
-#include "gpuops/placement/simulator.hpp"
-#include "gpuops/placement/trace.hpp"
+#include "gpuops/placement/simulation_run.hpp"
 
 using namespace gpuops;
 
@@ -122,36 +119,6 @@ CLI::App* add_simulate(CLI::App& app, SimulateArgs& a) {
     return sim;
 }
 
-/// "compass,bestfit,fgd" or "all" → policies in the order given; hyphens are optional (bestfit = best-fit).
-std::vector<placement::PolicyKind> parse_policies(std::string_view list) {
-    std::vector<placement::PolicyKind> out;
-    if (list == "all") {
-        for (const auto name : placement::policy_names)
-            out.push_back(*placement::policy_from_string(name));
-        return out;
-    }
-    std::size_t from = 0;
-    while (from <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', from), list.size());
-        const std::string_view name = list.substr(from, comma - from);
-        from = comma + 1;
-        std::optional<placement::PolicyKind> kind;
-        for (const auto known : placement::policy_names) {
-            std::string bare(known);
-            std::erase(bare, '-');
-            if (name == known || name == bare) kind = placement::policy_from_string(known);
-        }
-        if (!kind) {
-            throw UsageError(fmt::format("--policy: unknown policy {}; expected all or a list of {}", quote(name),
-                                         fmt::join(placement::policy_names, ", ")));
-        }
-        if (std::find(out.begin(), out.end(), *kind) != out.end())
-            throw UsageError(fmt::format("--policy: {} is listed twice", quote(name)));
-        out.push_back(*kind);
-    }
-    return out;
-}
-
 /// Writes `text` to `path` atomically (nothing is left behind when it fails).
 void write_file(const std::string& path, const std::string& text) {
     Output out(path);
@@ -160,56 +127,31 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 ExitCode simulate(const cli::Tool& tool, const SimulateArgs& a) {
-    const auto policies = parse_policies(a.policies);
+    placement::SimulationRequest request;
+    try {
+        request.policies = placement::parse_policy_list(a.policies);
+    } catch (const DataError& e) {
+        throw UsageError("--policy: " + e.reason());
+    }
     std::optional<placement::SeriesFormat> series_format;
     if (!a.series_path.empty()) {
         series_format = placement::series_format_for(a.series_path);
         if (!series_format) throw UsageError("--series: the file name must end in .csv or .jsonl");
     }
-    if (a.relaxed && std::find(policies.begin(), policies.end(), placement::PolicyKind::compass) == policies.end())
+    if (a.relaxed && std::ranges::find(request.policies, placement::PolicyKind::compass) == request.policies.end())
         throw UsageError("--relaxed applies to --policy compass only");
+    if (a.eta && !(*a.eta > 0)) throw UsageError("--eta: the fraction must be in (0, 1]");
 
-    placement::TraceOptions import;
-    import.node_gpus = a.node_gpus;
-    import.split = *placement::parse_split_rule(a.split_rule);
-    import.round_up_fractional = a.round_up_fractional;
-    import.lenient = a.lenient;
-    const auto format = a.trace_format == "auto" ? std::nullopt : placement::parse_trace_format(a.trace_format);
-    const placement::Trace imported = placement::read_trace_file(a.trace_path, format, import);
-    // Rows left out change what is replayed: always said. Counts and conversions are notes (-v).
-    for (const std::string& line : placement::describe(imported)) {
-        if (line.starts_with("skipped ")) {
-            tool.warn(line);
-        } else {
-            tool.note(line);
-        }
-    }
-
-    placement::SimulationReport report;
-    report.slice = {a.window_day, a.max_jobs};
-    const placement::Trace trace = placement::slice(imported, report.slice);
-    if (trace.jobs.empty()) {
-        if (!a.window_day) throw DataError(fmt::format("{}: no job to replay", quote(trace.source)));
-        const double last = imported.jobs.empty() ? 0 : imported.jobs.back().submit_s;
-        throw DataError(fmt::format("{}: no job was submitted on day {} (the last job arrives on day {})",
-                                    quote(trace.source), *a.window_day, static_cast<int>(last / 86'400)));
-    }
-    report.trace = &trace;
-    report.sizing.gpus_per_node = a.node_gpus;
-    if (a.nodes) {
-        report.sizing.nodes = *a.nodes;
-    } else {
-        const double eta = a.eta.value_or(0.9);
-        if (!(eta > 0)) throw UsageError("--eta: the fraction must be in (0, 1]");
-        report.sizing.eta = eta;
-        report.sizing.demand_quantile = placement::demand_quantile(trace, eta, a.node_gpus);
-        report.sizing.nodes = placement::nodes_for_eta(trace, eta, a.node_gpus);
-    }
-    tool.note(fmt::format("cluster: {} nodes of {} GPUs", report.sizing.nodes, report.sizing.gpus_per_node));
-
-    placement::SimulationOptions& o = report.options;
-    o.nodes = report.sizing.nodes;
-    o.gpus_per_node = a.node_gpus;
+    request.trace_path = a.trace_path;
+    request.format = a.trace_format == "auto" ? std::nullopt : placement::parse_trace_format(a.trace_format);
+    request.import.node_gpus = a.node_gpus;
+    request.import.split = *placement::parse_split_rule(a.split_rule);
+    request.import.round_up_fractional = a.round_up_fractional;
+    request.import.lenient = a.lenient;
+    request.slice = {a.window_day, a.max_jobs};
+    request.nodes = a.nodes;
+    request.eta = a.eta.value_or(0.9);
+    placement::SimulationOptions& o = request.options;
     o.migration_cost_s = a.migration_cost_s;
     o.charge = a.migration_charge == "per-event" ? placement::MigrationCharge::per_event
                                                  : placement::MigrationCharge::per_instance;
@@ -218,19 +160,14 @@ ExitCode simulate(const cli::Tool& tool, const SimulateArgs& a) {
     o.policy_options.relaxed = a.relaxed;
     o.policy_options.seed = a.seed;
     o.policy_options.repack_period_s = a.repack_period_s;
-    for (const auto kind : policies) {
-        placement::SimulationOptions run = o;
-        run.policy = kind;
-        const auto started = std::chrono::steady_clock::now();
-        report.results.push_back(placement::simulate(trace, run));
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-        tool.note(fmt::format("{}: {} jobs replayed in {:.2f} s", placement::to_string(kind), trace.jobs.size(),
-                              took.count()));
-        if (const auto dropped = report.results.back().jobs_never_fit; dropped > 0) {
-            tool.warn(fmt::format("{}: {} job{} never fit the cluster and were left out", placement::to_string(kind),
-                                  dropped, dropped == 1 ? "" : "s"));
+    const auto run = placement::run_simulation(request, [&](bool warning, const std::string& message) {
+        if (warning) {
+            tool.warn(message);
+        } else {
+            tool.note(message);
         }
-    }
+    });
+    const placement::SimulationReport& report = run->report;
 
     // Every output is complete before the first is written; each file is written atomically.
     std::string series;

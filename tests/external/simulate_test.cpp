@@ -29,13 +29,8 @@ using placement::Trace;
 
 namespace {
 
-std::filesystem::path traces_dir() { return test::external_data_dir() / "traces"; }
-
-bool have(const std::filesystem::path& dir) {
-    if (std::filesystem::is_directory(dir)) return true;
-    WARN("skipped: no traces in " << dir.string());
-    return false;
-}
+using test::have;
+using test::traces_dir;
 
 constexpr double eta = 0.9;
 constexpr int node_gpus = 8;

@@ -22,13 +22,8 @@ using placement::TraceJob;
 
 namespace {
 
-std::filesystem::path traces_dir() { return test::external_data_dir() / "traces"; }
-
-bool have(const std::filesystem::path& dir) {
-    if (std::filesystem::is_directory(dir)) return true;
-    WARN("skipped: no traces in " << dir.string());
-    return false;
-}
+using test::have;
+using test::traces_dir;
 
 Trace import(const std::filesystem::path& file) { return placement::read_trace_file(file.string(), std::nullopt); }
 
