@@ -19,7 +19,7 @@
 #include "gpuops/rescale/metadata_poller.hpp"
 #include "gpuops/rescale/reference_worker.hpp"
 #include "gpuops/rescale/server.hpp"
-#include "gpuops/rescale/sqlite_store.hpp"
+#include "gpuops/rescale/spot_agent.hpp"
 #include "gpuops/rescale/token_file.hpp"
 
 using namespace gpuops;
@@ -109,18 +109,12 @@ ExitCode serve(const cli::Tool& tool, ServeArgs& a) {
     a.server.handle_signals = true;
     a.server.note = [&tool](std::string_view message) { tool.note(message); };
 
-    SqliteRecordStore store(a.db, a.config.job);
-    Server server(a.server, a.config, store);
-    if (!a.port_file.empty()) {
-        Output out(a.port_file);
-        out.stream() << server.port() << '\n';
-        out.commit();
-    }
-    if (!tool.common().quiet) {
-        std::cerr << fmt::format("{}: listening on {} for job {}\n", tool.name(), to_string(server.address()),
-                                 quote(a.config.job));
-    }
-    server.run();
+    serve_job(a.server, a.config, a.db, a.port_file, [&](const HostPort& bound) {
+        if (!tool.common().quiet) {
+            std::cerr << fmt::format("{}: listening on {} for job {}\n", tool.name(), to_string(bound),
+                                     quote(a.config.job));
+        }
+    });
     return ExitCode::ok;
 }
 
@@ -212,31 +206,22 @@ CLI::App* add_spot_agent(CLI::App& app, SpotArgs& a) {
 }
 
 ExitCode spot_agent(const cli::Tool& tool, SpotArgs& a) {
-    const HostPort coord = address_option("--coord", a.coord);
-    const std::string token = read_token_file(a.token_file);
+    const NoticeForwarder forwarder{address_option("--coord", a.coord), read_token_file(a.token_file), a.worker_id,
+                                    default_admin_timeout};
     a.poller.provider = *parse_provider(a.provider);
     if (a.poller.metadata_url.empty()) a.poller.metadata_url = std::string(default_metadata_url(a.poller.provider));
     a.poller.interval = std::chrono::milliseconds(std::max<std::int64_t>(a.interval_ms, 1));
     MetadataPoller poller(a.poller);
-    // Forwarded before the poller acknowledges anything (Azure): a notice the coordinator did not take is offered
-    // again at the next poll.
     const NoticeHandler forward = [&](const SpotNotice& n) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(n.deadline - std::chrono::system_clock::now())
-                .count();
-        const AdminReply reply = send_notice(coord,
-                                             Notice{a.worker_id, std::string(to_string(n.provider)),
-                                                    format_rfc3339(n.deadline), std::max<TimeMs>(left, 0), token},
-                                             default_admin_timeout);
-        if (!reply.ok) throw UnavailableError(fmt::format("the coordinator refused the notice: {}", reply.msg));
-        tool.note(fmt::format("forwarded {} notice for {}: {}", to_string(n.provider), quote(a.worker_id), reply.msg));
+        const std::string taken = forward_notice(forwarder, n);
+        tool.note(fmt::format("forwarded {} notice for {}: {}", to_string(n.provider), quote(a.worker_id), taken));
         std::cout << to_json(n).dump() << '\n' << std::flush;
     };
     if (a.once) {
         const auto notice = poller.poll_once();
         if (!notice) return ExitCode::negative;
         forward(*notice);
-        if (a.poller.azure_acknowledge) poller.acknowledge(*notice);
+        if (a.poller.azure_acknowledge) poller.acknowledge(*notice);  // only once the coordinator took it
         return ExitCode::ok;
     }
     (void)std::signal(SIGINT, request_stop);

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "gpuops/core/error.hpp"
+#include "gpuops/rescale/address.hpp"
 #include "gpuops/rescale/codec.hpp"
-#include "gpuops/rescale/view.hpp"
 
 namespace gpuops::rescale {
 
@@ -32,29 +32,6 @@ std::string hostname() {
     std::array<char, 256> name{};
     if (::gethostname(name.data(), name.size() - 1) != 0) return "localhost";
     return name.data();
-}
-
-std::pair<std::string, std::string> split_address(const std::string& address) {
-    const auto colon = address.rfind(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
-        throw UsageError(fmt::format("coordinator address {} is not HOST:PORT", quote(address)));
-    std::string host = address.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return {host, address.substr(colon + 1)};
-}
-
-/// The peers of a committed view, in rank order.
-MemberView view_from(const ViewInfo& info) {
-    MemberView v;
-    v.epoch = info.epoch;
-    v.hash = info.view_hash;
-    std::vector<Peer> peers = info.peers;
-    std::ranges::sort(peers, {}, &Peer::rank);
-    for (const Peer& p : peers) {
-        v.members.push_back(p.member_id);
-        v.addr_b64[p.member_id] = p.addr_b64;
-    }
-    return v;
 }
 
 /// Lines from the coordinator may carry a peer table of many addresses; bound them all the same.
@@ -77,12 +54,6 @@ std::string_view to_string(ClientState state) {
     return "unknown";
 }
 
-std::optional<std::size_t> MemberView::rank_of(MemberId id) const {
-    const auto it = std::ranges::find(members, id);
-    if (it == members.end()) return std::nullopt;
-    return static_cast<std::size_t>(it - members.begin());
-}
-
 class Client::Impl {
 public:
     Impl(ClientOptions options, ClientCallbacks callbacks)
@@ -98,7 +69,11 @@ public:
         if (options_.host.empty()) options_.host = hostname();
         // A nonce per process start: a resume from an older incarnation is a zombie and gets EVICTED.
         incarnation_ = fmt::format("{:016x}", rng_());
-        std::tie(coord_host_, coord_port_) = split_address(options_.coord);
+        try {
+            coord_ = parse_host_port(options_.coord);
+        } catch (const DataError& e) {
+            throw UsageError(fmt::format("coordinator address: {}", e.reason()));
+        }
     }
 
     ~Impl() { stop("destroyed"); }
@@ -272,7 +247,7 @@ private:
     void connect() {
         asio::ip::tcp::resolver resolver(io_);
         asio::error_code ec;
-        const auto endpoints = resolver.resolve(coord_host_, coord_port_, ec);
+        const auto endpoints = resolver.resolve(coord_.host, std::to_string(coord_.port), ec);
         if (ec) return lost(fmt::format("cannot resolve {}: {}", options_.coord, ec.message()));
         asio::async_connect(socket_, endpoints, [this](const asio::error_code& error, const auto& /*endpoint*/) {
             if (error) return lost(fmt::format("cannot connect to {}: {}", options_.coord, error.message()));
@@ -430,38 +405,12 @@ private:
 
     void on(const Prepare& p) {
         if (p.epoch <= view_.epoch) return;  // an old proposal: never go back
-        MemberView next;
-        next.epoch = p.epoch;
-        next.hash = p.view_hash;
-        next.members = p.members;
-        if (!p.full_table) {
-            next.addr_b64 = view_.addr_b64;
-            for (const MemberId gone : p.removed)
-                next.addr_b64.erase(gone);
-        }
-        for (const Peer& peer : p.added)
-            next.addr_b64[peer.member_id] = peer.addr_b64;
-        std::string error = check_proposal(p, next);
+        MemberView next = proposed_view(view_, p);
+        std::string error = check_proposal(view_, p, next);
         if (error.empty() && callbacks_.on_prepare) error = callbacks_.on_prepare(next, p);
         proposed_ = std::move(next);
         set_state(ClientState::prepared);
         send(Ack{p.epoch, p.view_hash, error.empty(), error});
-    }
-
-    /// The client's own checks of a proposal (§6.4): the hash it names, the rank rule, an address per member.
-    [[nodiscard]] std::string check_proposal(const Prepare& p, const MemberView& next) const {
-        if (view_hash(p.epoch, p.members) != p.view_hash) return "the view hash does not match the members";
-        if (!p.full_table) {
-            const std::set<MemberId> removed(p.removed.begin(), p.removed.end());
-            std::vector<MemberId> joiners;
-            for (const MemberId id : p.members)
-                if (!view_.rank_of(id)) joiners.push_back(id);
-            if (next_members(view_.members, removed, joiners) != p.members)
-                return "the ranks break the rule (survivors in order, joiners appended)";
-        }
-        for (const MemberId id : p.members)
-            if (!next.addr_b64.contains(id)) return fmt::format("no address for member {}", id);
-        return {};
     }
 
     void on(const Commit& c) {
@@ -558,8 +507,7 @@ private:
     std::thread thread_;
     std::atomic<bool> io_done_{false};
     std::mt19937_64 rng_;
-    std::string coord_host_;
-    std::string coord_port_;
+    HostPort coord_;
     std::string incarnation_;
 
     // Shared with the public getters, under mutex_.
@@ -613,52 +561,5 @@ ClientState Client::state() const { return impl_->state(); }
 MemberView Client::view() const { return impl_->view(); }
 std::optional<MemberId> Client::member_id() const { return impl_->member_id(); }
 std::uint64_t Client::connections() const { return impl_->connections(); }
-
-// ---- base64 ----------------------------------------------------------------------------------------------------
-
-namespace {
-constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-}
-
-std::string base64_encode(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    for (std::size_t i = 0; i < bytes.size(); i += 3) {
-        const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
-        std::uint32_t chunk = 0;
-        for (std::size_t k = 0; k < 3; ++k)
-            chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0U);
-        for (std::size_t k = 0; k < 4; ++k)
-            out += k <= n ? alphabet[(chunk >> (18 - 6 * k)) & 0x3F] : '=';
-    }
-    return out;
-}
-
-std::optional<std::string> base64_decode(std::string_view text) {
-    if (text.size() % 4 != 0) return std::nullopt;
-    std::string out;
-    out.reserve(text.size() / 4 * 3);
-    for (std::size_t i = 0; i < text.size(); i += 4) {
-        std::uint32_t chunk = 0;
-        int padding = 0;
-        for (std::size_t k = 0; k < 4; ++k) {
-            const char c = text[i + k];
-            std::uint32_t value = 0;
-            if (c == '=' && i + 4 == text.size() && k >= 2) {
-                ++padding;
-            } else if (padding > 0) {
-                return std::nullopt;  // data after padding
-            } else {
-                const auto pos = alphabet.find(c);
-                if (pos == std::string_view::npos) return std::nullopt;
-                value = static_cast<std::uint32_t>(pos);
-            }
-            chunk = (chunk << 6) | value;
-        }
-        for (int k = 0; k < 3 - padding; ++k)
-            out += static_cast<char>((chunk >> (16 - 8 * k)) & 0xFF);
-    }
-    return out;
-}
 
 }  // namespace gpuops::rescale

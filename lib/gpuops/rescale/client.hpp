@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "gpuops/core/json_io.hpp"
+#include "gpuops/rescale/base64.hpp"
+#include "gpuops/rescale/member_view.hpp"
 #include "gpuops/rescale/protocol.hpp"
 
 namespace gpuops::rescale {
@@ -33,16 +35,6 @@ enum class ClientState {
     stopped,        ///< stop() was called, or the job closed
 };
 [[nodiscard]] std::string_view to_string(ClientState state);
-
-/// A view as a member sees it: members in rank order with their addresses.
-struct MemberView {
-    Epoch epoch = 0;
-    std::string hash;
-    std::vector<MemberId> members;             ///< index = rank
-    std::map<MemberId, std::string> addr_b64;  ///< every member's address (opaque)
-    [[nodiscard]] std::optional<std::size_t> rank_of(MemberId id) const;
-    [[nodiscard]] std::size_t size() const noexcept { return members.size(); }
-};
 
 struct ClientOptions {
     std::string coord;  ///< host:port of the coordinator
@@ -127,10 +119,5 @@ public:
 private:
     std::unique_ptr<Impl> impl_;
 };
-
-/// Base64 (RFC 4648, with padding) for the opaque byte strings the protocol carries.
-[[nodiscard]] std::string base64_encode(std::string_view bytes);
-/// nullopt when `text` is not base64.
-[[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace gpuops::rescale

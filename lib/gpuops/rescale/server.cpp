@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 
 #include "gpuops/core/error.hpp"
+#include "gpuops/core/output.hpp"
 #include "gpuops/rescale/crash_hook.hpp"
 #include "gpuops/rescale/server_connection.hpp"
+#include "gpuops/rescale/sqlite_store.hpp"
 
 namespace gpuops::rescale {
 
@@ -322,6 +324,19 @@ void Server::run() {
 
 void Server::stop() {
     asio::post(impl_->io, [impl = impl_.get()] { impl->stop_now(); });
+}
+
+void serve_job(const ServerOptions& options, const CoordinatorConfig& config, const std::string& db,
+               const std::string& port_file, const std::function<void(const HostPort&)>& listening) {
+    SqliteRecordStore store(db, config.job);
+    Server server(options, config, store);
+    if (!port_file.empty()) {
+        Output out(port_file);
+        out.stream() << server.port() << '\n';
+        out.commit();
+    }
+    if (listening) listening(server.address());
+    server.run();
 }
 
 }  // namespace gpuops::rescale

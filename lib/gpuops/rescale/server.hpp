@@ -76,4 +76,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+/// `rescale-coord serve`: the job's records in the SQLite database at `db` (created when missing, resumed when
+/// not), the server bound, its port written atomically to `port_file` (unless empty) and announced through
+/// `listening`, then served until stopped or closed.
+void serve_job(const ServerOptions& options, const CoordinatorConfig& config, const std::string& db,
+               const std::string& port_file, const std::function<void(const HostPort&)>& listening);
+
 }  // namespace gpuops::rescale
