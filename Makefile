@@ -5,7 +5,7 @@ MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 APT_PACKAGES = cmake g++ make pkg-config libhwloc-dev libhwloc-plugins hwloc libopenmpi-dev openmpi-bin libcli11-dev \
                nlohmann-json3-dev libfmt-dev catch2 libtinyxml2-dev libnauty2-dev libbenchmark-dev groff-base clang-format clang-tidy git python3-jsonschema \
-               libcurl4-openssl-dev libasio-dev libsqlite3-dev
+               libcurl4-openssl-dev libasio-dev libsqlite3-dev libsimdjson-dev
 
 .PHONY: all deps configure build demo check bench lint clean format
 

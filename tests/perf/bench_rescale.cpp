@@ -166,9 +166,25 @@ Row measure(std::size_t n, int rounds, const std::filesystem::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // --json FILE: the rows as JSON. --sizes 4,32: only these N (none: "--sizes ''"). --bootstrap N: the bootstrap
+    // size (0: skip). The defaults are the issue's: every N and a bootstrap of 1024.
     std::string json_path;
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::string_view(argv[i]) == "--json") json_path = argv[i + 1];
+    std::vector<std::size_t> sizes{4, 8, 16, 32, 64, 256};
+    int bootstrap_n = 1024;
+    for (int i = 1; i + 1 < argc; ++i) {
+        const std::string_view arg(argv[i]);
+        if (arg == "--json") json_path = argv[i + 1];
+        if (arg == "--bootstrap") bootstrap_n = std::stoi(argv[i + 1]);
+        if (arg == "--sizes") {
+            sizes.clear();
+            std::string list = argv[i + 1];
+            for (std::size_t at = 0; at < list.size();) {
+                const std::size_t comma = std::min(list.find(',', at), list.size());
+                sizes.push_back(std::stoul(list.substr(at, comma - at)));
+                at = comma + 1;
+            }
+        }
+    }
     const auto dir = std::filesystem::temp_directory_path() / fmt::format("bench-rescale-{}", ::getpid());
 
     std::printf("## rescale-coord: one notice -> every survivor committed (loopback, SQLite on %s)\n\n",
@@ -177,7 +193,7 @@ int main(int argc, char** argv) {
                 "expand p50 | bootstrap |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     json_io::Json rows = json_io::Json::array();
     bool pass = true;
-    for (const std::size_t n : {4, 8, 16, 32, 64, 256}) {
+    for (const std::size_t n : sizes) {
         const int rounds = n <= 32 ? 40 : n <= 64 ? 20 : 8;
         std::filesystem::create_directories(dir / std::to_string(n));
         const Row r = measure(n, rounds, dir / std::to_string(n));
@@ -204,16 +220,20 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::filesystem::create_directories(dir / "1024");
+    std::filesystem::create_directories(dir / "bootstrap");
     double bootstrap = 0;
     bool finished = true;
-    {
-        Job job(dir / "1024", 1024);
+    if (bootstrap_n > 0) {
+        Job job(dir / "bootstrap", static_cast<std::uint64_t>(bootstrap_n));
         const auto start = Clock::now();
-        for (int k = 0; k < 1024; ++k)
+        for (int k = 0; k < bootstrap_n; ++k)
             job.add_worker();
         finished = job.all_after(0);
         bootstrap = ms_between(start, Clock::now());
+        const ServerStats stats = job.stats();
+        std::printf("\nbootstrap of %d: coordinator cpu %.0f ms, store %.0f ms in %llu appends\n", bootstrap_n,
+                    static_cast<double>(stats.busy_ns) / 1e6, static_cast<double>(stats.persist_ns) / 1e6,
+                    static_cast<unsigned long long>(stats.persists));
     }
     if (!finished) std::printf("\nbootstrap of 1024 workers did not finish within %.0f s\n", bootstrap / 1000);
     const bool boot_ok = finished && bootstrap <= 1000;

@@ -297,8 +297,8 @@ private:
     void read_next() {
         asio::async_read_until(socket_, inbox_, '\n', [this](const asio::error_code& error, std::size_t bytes) {
             if (error) return lost(error == asio::error::not_found ? "a line over the size limit" : error.message());
-            std::string line(asio::buffers_begin(inbox_.data()),
-                             asio::buffers_begin(inbox_.data()) + static_cast<std::ptrdiff_t>(bytes - 1));
+            // A streambuf's input is one contiguous buffer: copy it whole, not through byte iterators.
+            std::string line(static_cast<const char*>(inbox_.data().data()), bytes - 1);
             inbox_.consume(bytes);
             receive(line);
             if (socket_.is_open()) read_next();

@@ -2,12 +2,17 @@
 // typed errors, so nothing above it sees an exception from a line a peer sent.
 #include "gpuops/rescale/codec.hpp"
 
-#include <charconv>
+#include <algorithm>
 #include <limits>
-#include <set>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
+#include <simdjson.h>
+
+#include "gpuops/rescale/wire_reader.hpp"
 
 namespace gpuops::rescale {
 namespace {
@@ -16,11 +21,13 @@ using json_io::Json;
 
 // ---- reading --------------------------------------------------------------------------------------------------
 
+using detail::WireValue;
+
 /// Typed access to one message object; every accessor throws DataError at the offending field, which decode()
 /// turns into ERROR{PROTOCOL}.
 class Reader {
 public:
-    explicit Reader(json_io::View object) : object_(std::move(object)) {}
+    explicit Reader(const WireValue& object) : object_(object) {}
 
     [[nodiscard]] std::uint64_t u64(std::string_view key) const { return to_u64(object_.at(key)); }
     [[nodiscard]] std::optional<std::uint64_t> opt_u64(std::string_view key) const {
@@ -33,7 +40,8 @@ public:
     }
     [[nodiscard]] std::string str(std::string_view key) const { return object_.at(key).as_string(); }
     [[nodiscard]] std::string str_or_empty(std::string_view key) const {
-        return object_.string_or_null(key).value_or("");
+        const auto v = object_.find(key);
+        return v ? v->as_string() : std::string();
     }
     [[nodiscard]] bool flag(std::string_view key, bool fallback) const {
         const auto v = object_.find(key);
@@ -41,78 +49,61 @@ public:
     }
     [[nodiscard]] std::vector<MemberId> ids(std::string_view key) const {
         std::vector<MemberId> out;
-        for (const auto& item : object_.at(key).items())
-            out.push_back(to_u64(item));
+        object_.at(key).for_each([&](const WireValue& item) { out.push_back(to_u64(item)); });
         return out;
     }
     [[nodiscard]] std::vector<std::string> strings(std::string_view key) const {
         std::vector<std::string> out;
         if (const auto list = object_.find(key))
-            for (const auto& item : list->items())
-                out.push_back(item.as_string());
+            list->for_each([&](const WireValue& item) { out.push_back(item.as_string()); });
         return out;
     }
     template <typename E>
     [[nodiscard]] E enum_at(std::string_view key, std::optional<E> (*parse)(std::string_view)) const {
         const auto v = object_.at(key);
-        const auto parsed = parse(v.as_string());
-        if (!parsed) throw v.error(fmt::format("unknown value {}", quote(v.as_string())));
+        const auto parsed = parse(v.as_string_view());
+        if (!parsed) throw v.error(fmt::format("unknown value {}", quote(v.as_string_view())));
         return *parsed;
     }
-    [[nodiscard]] json_io::View at(std::string_view key) const { return object_.at(key); }
-    [[nodiscard]] std::optional<json_io::View> find(std::string_view key) const { return object_.find(key); }
+    [[nodiscard]] WireValue at(std::string_view key) const { return object_.at(key); }
+    [[nodiscard]] std::optional<WireValue> find(std::string_view key) const { return object_.find(key); }
 
-    static std::uint64_t to_u64(const json_io::View& v) {
+    static std::uint64_t to_u64(const WireValue& v) {
         return static_cast<std::uint64_t>(v.as_int(0, std::numeric_limits<std::int64_t>::max()));
     }
 
 private:
-    json_io::View object_;
+    const WireValue& object_;
 };
 
-Peer read_peer(const json_io::View& v) {
-    const Reader r(v);
-    return {r.u64("member_id"), r.u64("rank"), r.str("addr_b64")};
-}
-
-std::vector<Peer> read_peers(const json_io::View& list) {
+std::vector<Peer> read_peers(const WireValue& list) {
     std::vector<Peer> out;
-    for (const auto& item : list.items())
-        out.push_back(read_peer(item));
+    list.for_each([&](const WireValue& item) {
+        const Reader r(item);
+        out.push_back({r.u64("member_id"), r.u64("rank"), r.str("addr_b64")});
+    });
     return out;
 }
 
 std::vector<KvEntry> read_kv(const Reader& r, std::string_view key) {
     std::vector<KvEntry> out;
     if (const auto list = r.find(key)) {
-        for (const auto& item : list->items()) {
+        list->for_each([&](const WireValue& item) {
             const Reader e(item);
             out.push_back({e.u64("member_id"), e.str("key"), e.str("val_b64")});
-        }
+        });
     }
     return out;
 }
 
-/// `rank_map` {"<member_id>": rank} into members by rank; the ranks must be exactly 0..n-1.
-std::vector<MemberId> read_rank_map(const json_io::View& map) {
-    if (!map.json().is_object()) throw map.error("expected an object of member_id: rank");
-    const std::size_t n = map.json().size();
-    std::vector<std::optional<MemberId>> by_rank(n);
-    for (const auto& [key, value] : map.json().items()) {
-        MemberId id = 0;
-        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
-        if (ec != std::errc{} || end != key.data() + key.size() || key.empty()) {
-            throw map.error(fmt::format("member id {} is not a number", quote(key)));
-        }
-        const json_io::View rank_view(value, map.pointer() + "/" + key);
-        const auto rank = static_cast<std::size_t>(rank_view.as_int(0, std::numeric_limits<std::int64_t>::max()));
-        if (rank >= n || by_rank[rank]) throw rank_view.error(fmt::format("ranks must be 0..{} each once", n - 1));
-        by_rank[rank] = id;
+/// `members`: the member ids in rank order (index = rank); each id at most once.
+std::vector<MemberId> read_members(const Reader& r) {
+    std::vector<MemberId> members = r.ids("members");
+    std::vector<MemberId> sorted = members;
+    std::ranges::sort(sorted);
+    if (const auto twice = std::ranges::adjacent_find(sorted); twice != sorted.end()) {
+        throw r.at("members").error(fmt::format("member {} appears twice", *twice));
     }
-    std::vector<MemberId> members;
-    members.reserve(by_rank.size());
-    for (const auto& id : by_rank)
-        members.push_back(*id);
     return members;
 }
 
@@ -124,8 +115,8 @@ void read_fields(const Reader& r, Hello& m) {
     m.host = r.str_or_empty("host");
     m.addr_b64 = r.str_or_empty("addr_b64");
     if (const auto meta = r.find("meta")) {
-        if (!meta->json().is_object()) throw meta->error("expected an object");
-        m.meta = meta->json();
+        if (!meta->is_object()) throw meta->error("expected an object");
+        m.meta = meta->to_json();
     }
     if (const auto resume = r.find("resume")) {
         const Reader s(*resume);
@@ -203,9 +194,9 @@ void read_fields(const Reader& r, Prepare& m) {
     m.epoch = r.u64("epoch");
     m.from_epoch = r.u64("from_epoch");
     m.view_hash = r.str("view_hash");
-    m.members = read_rank_map(r.at("rank_map"));
+    m.members = read_members(r);
     if (const auto size = r.opt_u64("size"); size && *size != m.members.size()) {
-        throw r.at("size").error(fmt::format("size {} disagrees with rank_map of {}", *size, m.members.size()));
+        throw r.at("size").error(fmt::format("size {} disagrees with members of {}", *size, m.members.size()));
     }
     m.added = read_peers(r.at("added"));
     m.removed = r.ids("removed");
@@ -273,7 +264,7 @@ void read_fields(const Reader& r, AdminReply& m) {
     m.ok = r.flag("ok", true);
     if (r.find("code")) m.code = r.enum_at("code", error_code_from_string);
     m.msg = r.str_or_empty("msg");
-    if (const auto status = r.find("status")) m.status = status->json();
+    if (const auto status = r.find("status")) m.status = status->to_json();
 }
 
 /// Tries each alternative of Message in turn; the one whose `type` matches `t` reads the fields.
@@ -394,14 +385,9 @@ void write_fields(Json& j, const Prepare& m) {
     j["epoch"] = m.epoch;
     j["from_epoch"] = m.from_epoch;
     j["view_hash"] = m.view_hash;
-    // Member ids are unique, so entries are appended without the key lookup of ordered_json's operator[], which
-    // is linear: building a map of n members that way costs n² (seconds at 1024 members, for every PREPARE).
-    Json rank_map = Json::object();
-    auto& entries = static_cast<Json::object_t::Container&>(rank_map.get_ref<Json::object_t&>());
-    entries.reserve(m.members.size());
-    for (std::size_t rank = 0; rank < m.members.size(); ++rank)
-        entries.emplace_back(std::to_string(m.members[rank]), rank);
-    j["rank_map"] = std::move(rank_map);
+    // An array, not an object {id: rank}: ordered_json looks keys up linearly, so parsing an object of n members
+    // costs n² (seconds at 1024 members, in every joiner).
+    j["members"] = m.members;
     j["added"] = peers_json(m.added);
     j["removed"] = m.removed;
     j["size"] = m.members.size();
@@ -472,26 +458,66 @@ void write_fields(Json& j, const AdminReply& m) {
     if (!m.status.is_null()) j["status"] = m.status;
 }
 
+/// A parser borrowed from a process-wide pool. A parser keeps buffers of about ten times the largest line it has
+/// read; one per thread would cost a process of 1024 client threads gigabytes, while only as many parsers as
+/// threads decoding at the same moment are ever needed.
+class ParserLease {
+public:
+    ParserLease() {
+        const std::scoped_lock lock(mutex());
+        auto& free = idle();
+        if (free.empty()) {
+            parser_ = std::make_unique<simdjson::dom::parser>();
+        } else {
+            parser_ = std::move(free.back());
+            free.pop_back();
+        }
+    }
+    ParserLease(const ParserLease&) = delete;
+    ParserLease& operator=(const ParserLease&) = delete;
+    ~ParserLease() {
+        const std::scoped_lock lock(mutex());
+        idle().push_back(std::move(parser_));
+    }
+    simdjson::dom::parser* operator->() const { return parser_.get(); }
+
+private:
+    static std::mutex& mutex() {
+        static std::mutex m;
+        return m;
+    }
+    static std::vector<std::unique_ptr<simdjson::dom::parser>>& idle() {
+        static std::vector<std::unique_ptr<simdjson::dom::parser>> parsers;
+        return parsers;
+    }
+    std::unique_ptr<simdjson::dom::parser> parser_;
+};
+
 /// The request's seq, read leniently so that even a rejected message can be answered with `re`.
-std::optional<std::uint64_t> lenient_seq(const Json& doc) {
-    if (!doc.is_object()) return std::nullopt;
-    const auto it = doc.find("seq");
-    if (it == doc.end() || !it->is_number_unsigned()) return std::nullopt;
-    return it->get<std::uint64_t>();
+std::optional<std::uint64_t> lenient_seq(const simdjson::dom::element& doc) {
+    std::int64_t seq = 0;
+    if (!doc.is_object() || doc["seq"].get_int64().get(seq) != simdjson::SUCCESS || seq < 0) return std::nullopt;
+    return static_cast<std::uint64_t>(seq);
 }
 
-Decoded decode_object(const Json& doc) {
+Decoded decode_object(const simdjson::dom::element& doc) {
     const auto seq = lenient_seq(doc);
     if (!doc.is_object()) return DecodeError{ErrorCode::protocol, "expected a JSON object", seq};
-    const json_io::View root(doc);
-    const Reader r(root);
-    if (const auto v = r.opt_u64("v"); v && *v != protocol_version) {
-        return DecodeError{ErrorCode::protocol, fmt::format("unsupported protocol version {}", *v), seq};
+    try {
+        const WireValue root(doc);
+        const Reader r(root);
+        if (const auto v = r.opt_u64("v"); v && *v != protocol_version) {
+            return DecodeError{ErrorCode::protocol, fmt::format("unsupported protocol version {}", *v), seq};
+        }
+        const std::string t = r.str("t");
+        auto message = read_message(t, r, std::make_index_sequence<std::variant_size_v<Message>>{});
+        if (!message) {
+            return DecodeError{ErrorCode::unknown_type, fmt::format("unknown message type {}", quote(t)), seq};
+        }
+        return Envelope{r.opt_u64("seq").value_or(0), std::move(*message)};
+    } catch (const std::exception& e) {  // DataError at a field, or a free-form field that nlohmann refused
+        return DecodeError{ErrorCode::protocol, e.what(), seq};
     }
-    const std::string t = r.str("t");
-    auto message = read_message(t, r, std::make_index_sequence<std::variant_size_v<Message>>{});
-    if (!message) return DecodeError{ErrorCode::unknown_type, fmt::format("unknown message type {}", quote(t)), seq};
-    return Envelope{r.opt_u64("seq").value_or(0), std::move(*message)};
 }
 
 }  // namespace
@@ -510,14 +536,23 @@ std::string encode(const Envelope& envelope) {
     return to_json(envelope).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-Decoded decode_json(const Json& doc) noexcept {
-    try {
-        return decode_object(doc);
-    } catch (const DataError& e) {
-        return DecodeError{ErrorCode::protocol, e.what(), lenient_seq(doc)};
-    } catch (const std::exception& e) {
-        return DecodeError{ErrorCode::protocol, e.what(), lenient_seq(doc)};
-    }
+EncodedMessage::EncodedMessage(const Message& message) {
+    std::string line = encode(Envelope{0, message});
+    // "v" and "t" come first and a type name holds no quote, so the first `"seq":0` is the envelope's.
+    constexpr std::string_view seq_key = R"("seq":)";
+    const std::size_t at = line.find(std::string(seq_key) + "0");
+    if (at == std::string::npos) throw std::logic_error("an encoded message has no seq");
+    head_ = line.substr(0, at + seq_key.size());
+    tail_ = line.substr(at + seq_key.size() + 1);
+}
+
+std::string EncodedMessage::line(std::uint64_t seq) const {
+    std::string out;
+    out.reserve(head_.size() + 20 + tail_.size());
+    out += head_;
+    out += std::to_string(seq);
+    out += tail_;
+    return out;
 }
 
 Decoded decode(std::string_view line, std::size_t max_line_bytes) noexcept {
@@ -527,10 +562,13 @@ Decoded decode(std::string_view line, std::size_t max_line_bytes) noexcept {
                            {}};
     }
     try {
-        const Json doc = Json::parse(line, nullptr, false);
-        if (doc.is_discarded()) return DecodeError{ErrorCode::protocol, "malformed JSON", {}};
-        return decode_json(doc);
-    } catch (const std::exception& e) {  // allocation failure; parse itself does not throw with exceptions off
+        const ParserLease parser;
+        simdjson::dom::element doc;
+        if (parser->parse(line.data(), line.size(), true).get(doc) != simdjson::SUCCESS) {
+            return DecodeError{ErrorCode::protocol, "malformed JSON", {}};
+        }
+        return decode_object(doc);
+    } catch (const std::exception& e) {  // allocation failure
         return DecodeError{ErrorCode::protocol, e.what(), {}};
     }
 }

@@ -38,9 +38,21 @@ using Decoded = std::variant<Envelope, DecodeError>;
 /// One line of compact JSON, without the newline.
 [[nodiscard]] std::string encode(const Envelope& envelope);
 
+/// A message encoded once for many connections: their lines differ only in `seq`. A PREPARE with a full peer
+/// table goes to every joiner; encoding it per joiner would cost the coordinator n² at bootstrap.
+class EncodedMessage {
+public:
+    explicit EncodedMessage(const Message& message);
+    /// The line `encode(Envelope{seq, message})` gives, without the newline.
+    [[nodiscard]] std::string line(std::uint64_t seq) const;
+
+private:
+    std::string head_;  ///< through `"seq":`
+    std::string tail_;  ///< after the seq's digits
+};
+
 /// Never throws: bad input of any kind becomes a DecodeError (TOO_LARGE, UNKNOWN_TYPE or PROTOCOL).
 /// Unknown fields are ignored, so newer peers can add some.
 [[nodiscard]] Decoded decode(std::string_view line, std::size_t max_line_bytes = default_max_line_bytes) noexcept;
-[[nodiscard]] Decoded decode_json(const json_io::Json& doc) noexcept;
 
 }  // namespace gpuops::rescale

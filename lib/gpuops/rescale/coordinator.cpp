@@ -71,9 +71,19 @@ Actions Coordinator::finish() {
 
 void Coordinator::persist(Record record) { out_.emplace_back(PersistAction{std::move(record)}); }
 
-void Coordinator::send(ConnId conn, Message message) { out_.emplace_back(SendAction{conn, std::move(message)}); }
+void Coordinator::send(ConnId conn, Message message) {
+    send(conn, std::make_shared<const Message>(std::move(message)));
+}
+
+void Coordinator::send(ConnId conn, std::shared_ptr<const Message> message) {
+    out_.emplace_back(SendAction{conn, std::move(message)});
+}
 
 void Coordinator::send_to(MemberId id, Message message) {
+    send_to(id, std::make_shared<const Message>(std::move(message)));
+}
+
+void Coordinator::send_to(MemberId id, std::shared_ptr<const Message> message) {
     const auto it = members_.find(id);
     // A disconnected member misses the message; catch_up() repeats what still matters when it resumes.
     if (it != members_.end() && it->second.conn) send(*it->second.conn, std::move(message));
@@ -110,10 +120,7 @@ MemberState* Coordinator::member_on(ConnId conn, std::uint64_t seq) {
     return &m;
 }
 
-bool Coordinator::is_gone(MemberId id) const {
-    const auto& m = members_.at(id);
-    return m.status == MemberStatus::dead || m.status == MemberStatus::left;
-}
+bool Coordinator::is_gone(MemberId id) const { return members_.at(id).gone(); }
 
 ViewInfo Coordinator::view_info() const {
     ViewInfo info{view_.epoch, view_.hash, {}};
@@ -225,7 +232,7 @@ void Coordinator::handle(ConnId conn, std::uint64_t seq, const Hello& m) {
     // A fresh HELLO from a worker that already has a live member: the same process whose WELCOME was lost gets
     // its member back; a new process (another incarnation) replaces the old one, which cannot be running.
     for (auto& [id, member] : members_) {
-        if (member.registration.worker_id != m.worker_id || is_gone(id)) continue;
+        if (member.registration.worker_id != m.worker_id || member.gone()) continue;
         if (member.registration.incarnation == m.incarnation) {
             resume_member(conn, seq, m, member);
             return;
@@ -253,7 +260,7 @@ void Coordinator::register_member(ConnId conn, const Hello& m) {
 
 void Coordinator::resume_member(ConnId conn, std::uint64_t seq, const Hello& m, MemberState& member) {
     // A zombie: the process that owned this member was replaced, or the member was removed. It must stop.
-    if (member.registration.incarnation != m.incarnation || is_gone(member.registration.member_id)) {
+    if (member.registration.incarnation != m.incarnation || member.gone()) {
         const std::string reason = member.registration.incarnation != m.incarnation
                                        ? "stale incarnation"
                                        : fmt::format("member is {}", to_string(member.status));
@@ -384,7 +391,7 @@ void Coordinator::handle(ConnId conn, std::uint64_t seq, const Notice& m) {
     }
     std::vector<MemberId> targets;
     for (const auto& [id, member] : members_)
-        if (member.registration.worker_id == m.worker_id && !is_gone(id)) targets.push_back(id);
+        if (member.registration.worker_id == m.worker_id && !member.gone()) targets.push_back(id);
     if (targets.empty()) {
         reply_error(conn, seq, ErrorCode::unknown_member,
                     fmt::format("no live member for worker {}", quote(m.worker_id)));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -49,10 +50,11 @@ struct PersistAction {
     Record record;
     bool operator==(const PersistAction&) const = default;
 };
+/// Shared, not copied: a PREPARE with a 1024-member table goes to every joiner, and the shell encodes it once.
 struct SendAction {
     ConnId conn = 0;
-    Message message;
-    bool operator==(const SendAction&) const = default;
+    std::shared_ptr<const Message> message;
+    bool operator==(const SendAction& other) const { return conn == other.conn && *message == *other.message; }
 };
 /// Close the connection after the sends before it have been flushed.
 struct CloseAction {
@@ -75,6 +77,8 @@ struct MemberState {
     std::optional<TimeMs> victim_deadline;  ///< a planned removal: drain before this
     bool admitted = false;                  ///< chosen by EXPAND (matters only without auto_expand)
     bool drained = false;
+    /// Dead or left: never comes back.
+    [[nodiscard]] bool gone() const { return status == MemberStatus::dead || status == MemberStatus::left; }
 };
 
 enum class Phase { idle, safe_point_wait, preparing };
@@ -93,6 +97,8 @@ struct InFlight {
     std::set<MemberId> at_safe_point;
     GroupView proposed;  ///< preparing: the proposal
     std::set<MemberId> acked;
+    std::shared_ptr<const Message> prepare_delta;  ///< the proposal's PREPARE for survivors, built once
+    std::shared_ptr<const Message> prepare_full;   ///< and for joiners (the full table)
 };
 
 class Coordinator {
@@ -163,7 +169,9 @@ private:
     Actions finish();
     void persist(Record record);
     void send(ConnId conn, Message message);
+    void send(ConnId conn, std::shared_ptr<const Message> message);
     void send_to(MemberId id, Message message);
+    void send_to(MemberId id, std::shared_ptr<const Message> message);
     void close_conn(ConnId conn);
     void reply_error(ConnId conn, std::uint64_t seq, ErrorCode code, std::string msg);
     MemberState* member_on(ConnId conn, std::uint64_t seq);
@@ -208,7 +216,8 @@ private:
     [[nodiscard]] TransitionKind kind_of(const Changes& changes) const;
     [[nodiscard]] std::vector<MemberId> members_after(const Changes& changes) const;
     [[nodiscard]] Transition transition_message() const;
-    [[nodiscard]] Prepare prepare_message(MemberId to) const;
+    /// The proposal's PREPARE for `to`: survivors get the new members' addresses, joiners every address.
+    [[nodiscard]] std::shared_ptr<const Message> prepare_message(MemberId to);
 
     // PUT/FENCE/GET (coordinator_kv.cpp)
     bool check_kv_epoch(ConnId conn, std::uint64_t seq, const MemberState& m, Epoch epoch);

@@ -65,7 +65,7 @@ AdminReply Coordinator::mark_victims(const std::vector<MemberId>& ids, std::opti
     std::set<MemberId> leaving(ids.begin(), ids.end());
     for (const MemberId id : view_.members) {
         const MemberState& m = members_.at(id);
-        if (is_gone(id) || m.victim_deadline) leaving.insert(id);
+        if (m.gone() || m.victim_deadline) leaving.insert(id);
     }
     for (const MemberId id : ids) {
         if (!view_.contains(id) || is_gone(id)) {
@@ -93,7 +93,7 @@ AdminReply Coordinator::admin(const ShrinkCmd& c) {
     std::vector<MemberId> ids;
     for (auto it = view_.members.rbegin(); it != view_.members.rend() && ids.size() < c.count; ++it) {
         const MemberState& m = members_.at(*it);
-        if (!is_gone(*it) && !m.victim_deadline) ids.push_back(*it);
+        if (!m.gone() && !m.victim_deadline) ids.push_back(*it);
     }
     if (ids.size() < c.count) {
         return refuse(ErrorCode::invalid, fmt::format("only {} member(s) can be removed", ids.size()));

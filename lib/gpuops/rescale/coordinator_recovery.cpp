@@ -1,5 +1,7 @@
 // Starting a coordinator over its records: a fresh job, or a restart that resumes from the last committed view.
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "gpuops/rescale/coordinator.hpp"
 
@@ -11,7 +13,9 @@ Coordinator::Started Coordinator::start(CoordinatorConfig config, std::span<cons
     c.replay(records);
     ++c.coord_incarnation_;
     // START goes first so that transition ids of this incarnation can never repeat an earlier one's.
-    c.out_.insert(c.out_.begin(), PersistAction{StartRecord{c.coord_incarnation_}});
+    Actions replayed = std::exchange(c.out_, {});
+    c.persist(StartRecord{c.coord_incarnation_});
+    std::ranges::move(replayed, std::back_inserter(c.out_));
     if (records.empty()) {
         c.persist(ConfigRecord{c.config_.min_size, c.config_.max_size, c.config_.batch_window_ms});
     }

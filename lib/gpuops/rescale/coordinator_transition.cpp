@@ -15,7 +15,7 @@ Coordinator::Changes Coordinator::pending_changes() const {
     std::uint64_t staying = 0;
     for (const MemberId id : view_.members) {
         const MemberState& m = members_.at(id);
-        if (is_gone(id)) {
+        if (m.gone()) {
             c.gone.push_back(id);
             c.any_dead = c.any_dead || m.status == MemberStatus::dead;
             c.any_left = c.any_left || m.status == MemberStatus::left;
@@ -146,6 +146,8 @@ void Coordinator::propose() {
     flight_->phase = Phase::preparing;
     flight_->deadline = now_ + config_.prepare_timeout_ms;
     flight_->acked.clear();
+    flight_->prepare_delta.reset();
+    flight_->prepare_full.reset();
     // The epoch is allocated by this record: logged before any PREPARE names it, never reused.
     persist(ProposeRecord{flight_->proposed.epoch, view_.epoch, flight_->proposed.members, flight_->proposed.hash});
     for (const MemberId id : flight_->proposed.members)
@@ -169,7 +171,7 @@ void Coordinator::commit() {
     }
     for (const MemberId id : old.members) {
         MemberState& m = members_.at(id);
-        if (view_.contains(id) || is_gone(id)) continue;
+        if (m.gone() || view_.contains(id)) continue;
         // A drained victim: out of the job. Its connection stays open so that it may park as a spare
         // (a new HELLO with a new incarnation).
         m.status = MemberStatus::left;
@@ -243,7 +245,7 @@ void Coordinator::member_gone(MemberId id) {
 void Coordinator::check_deadlines() {
     std::vector<std::pair<MemberId, std::string>> expired;
     for (const auto& [id, m] : members_) {
-        if (!is_gone(id) && now_ >= m.expires_at) {
+        if (!m.gone() && now_ >= m.expires_at) {
             expired.emplace_back(id, m.conn ? "lease expired" : "reconnect grace expired");
         }
     }
@@ -287,18 +289,20 @@ Transition Coordinator::transition_message() const {
             flight_->victims, flight_->joiners,    flight_->deadline - now_};
 }
 
-Prepare Coordinator::prepare_message(MemberId to) const {
+std::shared_ptr<const Message> Coordinator::prepare_message(MemberId to) {
+    const bool full_table = !view_.contains(to);
+    auto& built = full_table ? flight_->prepare_full : flight_->prepare_delta;
+    if (built) return built;
     const GroupView& next = flight_->proposed;
-    Prepare p{next.epoch, flight_->from_epoch, next.hash, next.members, {}, {}, false};
+    Prepare p{next.epoch, flight_->from_epoch, next.hash, next.members, {}, {}, full_table};
     for (const MemberId id : view_.members)
         if (!next.contains(id)) p.removed.push_back(id);
-    // Survivors get only the new members' addresses; a joiner has no table yet and gets all of them.
-    p.full_table = !view_.contains(to);
     for (std::size_t rank = 0; rank < next.members.size(); ++rank) {
         const MemberId id = next.members[rank];
-        if (p.full_table || !view_.contains(id)) p.added.push_back({id, rank, members_.at(id).registration.addr_b64});
+        if (full_table || !view_.contains(id)) p.added.push_back({id, rank, members_.at(id).registration.addr_b64});
     }
-    return p;
+    built = std::make_shared<const Message>(std::move(p));
+    return built;
 }
 
 std::optional<TimeMs> Coordinator::next_deadline() const {
@@ -306,7 +310,7 @@ std::optional<TimeMs> Coordinator::next_deadline() const {
     std::optional<TimeMs> next;
     const auto consider = [&](TimeMs t) { next = std::min(next.value_or(t), t); };
     for (const auto& [id, m] : members_)
-        if (!is_gone(id)) consider(m.expires_at);
+        if (!m.gone()) consider(m.expires_at);
     for (const auto& [fence_id, fence] : fences_)
         consider(fence.deadline);
     if (flight_) {

@@ -210,7 +210,7 @@ struct Transition {
     bool operator==(const Transition&) const = default;
 };
 
-/// A proposed view. `members` is the rank map (index = rank); on the wire it is `rank_map` {member_id: rank}.
+/// A proposed view. `members` are the member ids in rank order (index = rank).
 /// Survivors get the delta (`added`, `removed`); joiners get every member in `added` (full_table).
 struct Prepare {
     static constexpr std::string_view type = "PREPARE";

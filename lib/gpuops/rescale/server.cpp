@@ -101,6 +101,8 @@ struct Server::Impl final : detail::ConnectionEvents {
     std::map<ConnId, std::shared_ptr<detail::Connection>> connections;
     ConnId next_conn = 1;  ///< never reused: a late action for a closed connection must not reach a new peer
     HostPort bound;        ///< the listening address, with the real port
+    std::shared_ptr<const Message> encoded_for;  ///< the message `encoded` holds
+    std::optional<EncodedMessage> encoded;
     std::optional<TimeMs> armed_for;
     TimeMs last_tick = 0;
     bool closing = false;  ///< the job is closed: no new peers; stop once the replies are out
@@ -225,9 +227,14 @@ void Server::Impl::run_action(const PersistAction& action) {
 }
 
 void Server::Impl::run_action(const SendAction& action) {
-    if (const auto connection = find(action.conn)) {
-        connection->send(encode(Envelope{connection->next_seq(), action.message}));
+    const auto connection = find(action.conn);
+    if (!connection) return;
+    // The core shares one message among its recipients (a PREPARE to every joiner): encode it once.
+    if (encoded_for != action.message) {
+        encoded.emplace(*action.message);
+        encoded_for = action.message;
     }
+    connection->send(encoded->line(connection->next_seq()));
 }
 
 void Server::Impl::run_action(const CloseAction& action) {

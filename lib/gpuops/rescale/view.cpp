@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -20,10 +21,14 @@ std::vector<MemberId> next_members(std::span<const MemberId> current, const std:
                                    std::span<const MemberId> joiners) {
     std::vector<MemberId> out;
     out.reserve(current.size() + joiners.size());
-    for (const MemberId id : current)
-        if (!removed.contains(id)) out.push_back(id);
-    for (const MemberId id : joiners)
-        if (!removed.contains(id) && std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+    std::unordered_set<MemberId> present;  // a joiner already in the view is not appended twice
+    present.reserve(current.size() + joiners.size());
+    for (const MemberId id : current) {
+        if (!removed.contains(id) && present.insert(id).second) out.push_back(id);
+    }
+    for (const MemberId id : joiners) {
+        if (!removed.contains(id) && present.insert(id).second) out.push_back(id);
+    }
     return out;
 }
 

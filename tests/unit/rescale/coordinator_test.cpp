@@ -54,7 +54,7 @@ std::vector<M> sent(const Actions& actions, std::optional<ConnId> to = std::null
     std::vector<M> out;
     for (const auto& a : actions)
         if (const auto* s = std::get_if<SendAction>(&a); s && (!to || s->conn == *to))
-            if (const auto* m = std::get_if<M>(&s->message)) out.push_back(*m);
+            if (const auto* m = std::get_if<M>(s->message.get())) out.push_back(*m);
     return out;
 }
 

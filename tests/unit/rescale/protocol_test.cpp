@@ -70,6 +70,16 @@ TEST_CASE("every message type round-trips through one JSON line") {
     CHECK(types.size() == std::variant_size_v<Message>);  // no type left out, no name used twice
 }
 
+TEST_CASE("a message encoded once gives each seq the line encode gives") {
+    for (const Message& m : samples()) {
+        const EncodedMessage once(m);
+        for (const std::uint64_t seq : {0ULL, 7ULL, 10ULL, 18446744073709551615ULL}) {
+            INFO(type_of(m) << " seq " << seq);
+            CHECK(once.line(seq) == encode(Envelope{seq, m}));
+        }
+    }
+}
+
 TEST_CASE("bad lines become typed errors, never exceptions") {
     CHECK(error_of(decode("{not json")).code == ErrorCode::protocol);
     CHECK(error_of(decode("[1,2]")).code == ErrorCode::protocol);
@@ -98,18 +108,33 @@ TEST_CASE("bad lines become typed errors, never exceptions") {
     CHECK(std::holds_alternative<Envelope>(decode(big, 1000)));
 }
 
-TEST_CASE("a rank map must name each rank from 0 to n-1 once") {
-    const auto prepare = [](const std::string& rank_map, const std::string& size = "") {
-        return decode(R"({"t":"PREPARE","epoch":2,"from_epoch":1,"view_hash":"h","added":[],"removed":[],"rank_map":)" +
-                      rank_map + size + "}");
+TEST_CASE("a PREPARE names each member once, in rank order") {
+    const auto prepare = [](const std::string& members, const std::string& size = "") {
+        return decode(R"({"t":"PREPARE","epoch":2,"from_epoch":1,"view_hash":"h","added":[],"removed":[],"members":)" +
+                      members + size + "}");
     };
-    REQUIRE(std::holds_alternative<Envelope>(prepare(R"({"7":1,"3":0})")));
-    CHECK(std::get<Prepare>(std::get<Envelope>(prepare(R"({"7":1,"3":0})")).body).members ==
-          std::vector<MemberId>{3, 7});
-    CHECK(error_of(prepare(R"({"7":0,"3":0})")).code == ErrorCode::protocol);  // rank twice
-    CHECK(error_of(prepare(R"({"7":0,"3":2})")).code == ErrorCode::protocol);  // gap
-    CHECK(error_of(prepare(R"({"x":0})")).code == ErrorCode::protocol);        // not a member id
-    CHECK(error_of(prepare(R"({"7":0})", R"(,"size":2)")).code == ErrorCode::protocol);
+    REQUIRE(std::holds_alternative<Envelope>(prepare("[3,7]")));
+    CHECK(std::get<Prepare>(std::get<Envelope>(prepare("[7,3]")).body).members == std::vector<MemberId>{7, 3});
+    CHECK(error_of(prepare("[7,3,7]")).code == ErrorCode::protocol);     // a member twice
+    CHECK(error_of(prepare(R"(["x"])")).code == ErrorCode::protocol);    // not a member id
+    CHECK(error_of(prepare(R"({"7":0})")).code == ErrorCode::protocol);  // the old object form
+    CHECK(error_of(prepare("[7]", R"(,"size":2)")).code == ErrorCode::protocol);
+    CHECK(error_of(prepare("[7,3,7]")).message.find("/members") != std::string::npos);
+}
+
+TEST_CASE("a bad field deep in a line is named by its JSON pointer") {
+    const DecodeError e = error_of(
+        decode(R"({"t":"PREPARE","seq":4,"epoch":2,"from_epoch":1,"view_hash":"h","members":[1,2],"removed":[],)"
+               R"("added":[{"member_id":1,"rank":0,"addr_b64":""},{"member_id":2,"rank":"one","addr_b64":""}]})"));
+    CHECK(e.code == ErrorCode::protocol);
+    CHECK(e.seq == 4);
+    CHECK(e.message.find("/added/1/rank") != std::string::npos);
+    CHECK(e.message.find("expected an integer, got string") != std::string::npos);
+    const DecodeError missing = error_of(decode(R"({"t":"HELLO","job":"j","token":"t","incarnation":"i"})"));
+    CHECK(missing.message.find("/worker_id") != std::string::npos);
+    const DecodeError meta =
+        error_of(decode(R"({"t":"HELLO","job":"j","token":"t","worker_id":"w","incarnation":"i","meta":[1]})"));
+    CHECK(meta.message.find("/meta") != std::string::npos);
 }
 
 TEST_CASE("unknown fields are ignored") {

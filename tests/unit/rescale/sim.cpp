@@ -56,10 +56,10 @@ void Sim::apply(const Actions& actions, std::optional<std::size_t> limit) {
                     store_.append(a.record);
                     on_persist(a.record);
                 } else if constexpr (std::is_same_v<A, SendAction>) {
-                    on_send(a.conn, a.message);
+                    on_send(a.conn, *a.message);
                     const auto it = channels_.find(a.conn);
                     if (it != channels_.end() && !it->second.coord_closed && !it->second.worker_closed) {
-                        it->second.to_worker.push_back(a.message);
+                        it->second.to_worker.push_back(*a.message);
                     }
                 } else {
                     if (const auto it = channels_.find(a.conn); it != channels_.end()) {

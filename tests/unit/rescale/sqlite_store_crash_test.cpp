@@ -120,7 +120,7 @@ private:
                 continue;
             }
             flush(batch);  // write before send
-            if (const auto* s = std::get_if<SendAction>(&a)) deliver(s->conn, s->message);
+            if (const auto* s = std::get_if<SendAction>(&a)) deliver(s->conn, *s->message);
         }
         flush(batch);
     }
