@@ -228,19 +228,24 @@ int main(int argc, char** argv) {
         const auto start = Clock::now();
         for (int k = 0; k < bootstrap_n; ++k)
             job.add_worker();
+        const double started_ms = ms_between(start, Clock::now());
         finished = job.all_after(0);
         bootstrap = ms_between(start, Clock::now());
         const ServerStats stats = job.stats();
-        std::printf("\nbootstrap of %d: coordinator cpu %.0f ms, store %.0f ms in %llu appends\n", bootstrap_n,
-                    static_cast<double>(stats.busy_ns) / 1e6, static_cast<double>(stats.persist_ns) / 1e6,
-                    static_cast<unsigned long long>(stats.persists));
+        std::printf("\nbootstrap of %d: the last worker started after %.0f ms\n", bootstrap_n, started_ms);
+        std::printf("\nbootstrap of %d: coordinator cpu %.0f ms, store %.0f ms for %llu records in %llu writes\n",
+                    bootstrap_n, static_cast<double>(stats.busy_ns) / 1e6, static_cast<double>(stats.persist_ns) / 1e6,
+                    static_cast<unsigned long long>(stats.persists), static_cast<unsigned long long>(stats.writes));
     }
-    if (!finished) std::printf("\nbootstrap of 1024 workers did not finish within %.0f s\n", bootstrap / 1000);
-    const bool boot_ok = finished && bootstrap <= 1000;
-    pass = pass && boot_ok;
-    std::printf("\n| bootstrap of 1024 workers (start of the first to all in epoch 1) | %.0f ms | target <= 1 s | "
-                "%.2fx | %s |\n",
-                bootstrap, bootstrap / 1000, boot_ok ? "PASS" : "FAIL");
+    if (bootstrap_n > 0) {
+        if (!finished)
+            std::printf("\nbootstrap of %d workers did not finish within %.0f s\n", bootstrap_n, bootstrap / 1000);
+        const bool boot_ok = finished && bootstrap <= 1000;
+        pass = pass && boot_ok;
+        std::printf("\n| bootstrap of %d workers (start of the first to all in epoch 1) | %.0f ms | target <= 1 s | "
+                    "%.2fx | %s |\n",
+                    bootstrap_n, bootstrap, bootstrap / 1000, boot_ok ? "PASS" : "FAIL");
+    }
     std::filesystem::remove_all(dir);
     if (!json_path.empty()) {
         std::ofstream out(json_path);

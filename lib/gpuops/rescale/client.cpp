@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include <asio.hpp>
@@ -19,6 +19,7 @@
 #include "gpuops/core/error.hpp"
 #include "gpuops/rescale/address.hpp"
 #include "gpuops/rescale/codec.hpp"
+#include "gpuops/rescale/line_buffer.hpp"
 
 namespace gpuops::rescale {
 
@@ -62,7 +63,6 @@ public:
           socket_(io_),
           heartbeat_timer_(io_),
           retry_timer_(io_),
-          inbox_(max_reply_bytes),
           rng_(options_.seed != 0
                    ? options_.seed
                    : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {
@@ -83,7 +83,6 @@ public:
             connect();
             schedule_heartbeat();
             io_.run();
-            io_done_ = true;
         });
     }
 
@@ -95,9 +94,10 @@ public:
             finish(ClientState::stopped, why, false);
             flush_then_close([&done] { done.set_value(); });
         });
-        // The thread may already have ended (released, evicted: nothing left to do), and then nothing runs the
-        // handler; the wait is bounded for the race where it ends just now.
-        if (!io_done_) (void)done.get_future().wait_for(std::chrono::seconds(2));
+        // The work guard keeps the I/O thread running (even when a released or evicted worker has nothing left to
+        // do), so the handler runs. The bound is for a peer that never reads the LEAVE.
+        (void)done.get_future().wait_for(std::chrono::seconds(2));
+        work_.reset();
         io_.stop();
         thread_.join();
     }
@@ -276,7 +276,7 @@ private:
         socket_.close(ignored);
         outbox_.clear();
         writing_ = false;
-        inbox_.consume(inbox_.size());
+        inbox_.clear();
         fail_pending(fmt::format("connection lost: {}", why));
         const auto now = std::chrono::steady_clock::now();
         if (!down_since_) down_since_ = now;
@@ -295,13 +295,16 @@ private:
     }
 
     void read_next() {
-        asio::async_read_until(socket_, inbox_, '\n', [this](const asio::error_code& error, std::size_t bytes) {
-            if (error) return lost(error == asio::error::not_found ? "a line over the size limit" : error.message());
-            // A streambuf's input is one contiguous buffer: copy it whole, not through byte iterators.
-            std::string line(static_cast<const char*>(inbox_.data().data()), bytes - 1);
-            inbox_.consume(bytes);
-            receive(line);
-            if (socket_.is_open()) read_next();
+        socket_.async_read_some(asio::buffer(chunk_), [this](const asio::error_code& error, std::size_t bytes) {
+            if (error) return lost(error.message());
+            inbox_.append(std::string_view(chunk_.data(), bytes));
+            while (const auto line = inbox_.next()) {
+                receive(*line);
+                if (!socket_.is_open()) return;  // lost, evicted or released: nothing more to read
+            }
+            inbox_.compact();
+            if (inbox_.rest().size() > max_reply_bytes) return lost("a line over the size limit");
+            read_next();
         });
     }
 
@@ -348,7 +351,7 @@ private:
 
     // ---- messages -------------------------------------------------------------------------------------------------
 
-    void receive(const std::string& line) {
+    void receive(std::string_view line) {
         const Decoded decoded = decode(line, max_reply_bytes);
         const auto* envelope = std::get_if<Envelope>(&decoded);
         if (envelope == nullptr) return;  // a coordinator bug or a newer one: nothing safe to do with it
@@ -500,12 +503,14 @@ private:
     asio::ip::tcp::socket socket_;
     asio::steady_timer heartbeat_timer_;
     asio::steady_timer retry_timer_;
-    asio::streambuf inbox_;
+    std::array<char, std::size_t{64} * 1024> chunk_{};
+    detail::LineBuffer inbox_;
     std::deque<std::string> outbox_;
     bool writing_ = false;
     std::function<void()> after_flush_;
     std::thread thread_;
-    std::atomic<bool> io_done_{false};
+    /// Keeps io_.run() from returning when nothing is pending, until stop().
+    asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
     std::mt19937_64 rng_;
     HostPort coord_;
     std::string incarnation_;

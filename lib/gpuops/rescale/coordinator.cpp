@@ -255,6 +255,7 @@ void Coordinator::register_member(ConnId conn, const Hello& m) {
     persist(member.registration);  // before WELCOME: a resume after a restart must find this id
     conn_member_[conn] = id;
     const auto& stored = members_.emplace(id, std::move(member)).first->second;
+    membership_changed();
     send(conn, Welcome{id, stored.registration.session, coord_incarnation_, JoinState::joining, std::nullopt});
 }
 
@@ -406,6 +407,7 @@ void Coordinator::handle(ConnId conn, std::uint64_t seq, const Notice& m) {
         }
         if (!member.victim_deadline) member.changed_at = now_;
         member.victim_deadline = std::min(member.victim_deadline.value_or(deadline), deadline);
+        membership_changed();
     }
     // An agent has no member to hear from later: it is told the notice was taken.
     if (!conn_member_.contains(conn)) {

@@ -42,6 +42,8 @@ struct CoordinatorConfig {
     bool auto_expand = true;  ///< admit waiting joiners after the batch window; off: only on EXPAND
     BelowMinPolicy below_min = BelowMinPolicy::wait;
     std::uint64_t session_seed = 0;  ///< the shell passes a random value; sessions derive from it
+    /// For tests: recompute cached state at every use and throw std::logic_error when the cache disagrees.
+    bool self_check = false;
 };
 
 // ---- actions: the shell runs them in order; a Persist must be durable before the next action runs ---------------
@@ -146,8 +148,9 @@ private:
         std::vector<MemberId> joiners;  ///< admission order, capped at max_size
         bool any_dead = false;
         bool any_left = false;
-        TimeMs since = 0;
+        TimeMs since = 0;  ///< the earliest change (0 when there is none)
         [[nodiscard]] bool empty() const { return victims.empty() && gone.empty() && joiners.empty(); }
+        bool operator==(const Changes&) const = default;
     };
     /// A fence of the committed epoch that some members have reached.
     struct PendingFence {
@@ -198,7 +201,13 @@ private:
     bool check_transition_message(ConnId conn, std::uint64_t seq, Epoch epoch, TransitionId id);
 
     // membership and the transition (coordinator_transition.cpp)
-    [[nodiscard]] Changes pending_changes() const;
+    /// Cached: every event asks (a 1024-member job sees thousands of heartbeats and ACKs between changes), and
+    /// computing it walks every member. Whatever alters its inputs calls membership_changed().
+    [[nodiscard]] const Changes& pending_changes() const;
+    [[nodiscard]] Changes compute_pending_changes() const;
+    void membership_changed() { pending_cache_.reset(); }
+    /// The size of the view after `changes`, without building it.
+    [[nodiscard]] std::size_t size_after(const Changes& changes) const;
     void advance();
     bool step();
     bool begin_transition();
@@ -255,6 +264,7 @@ private:
     GroupView view_;
     Epoch highest_epoch_ = 0;
     std::optional<InFlight> flight_;
+    mutable std::optional<Changes> pending_cache_;  ///< see pending_changes()
     std::uint64_t transition_counter_ = 0;
     bool force_now_ = false;                ///< EXPAND: skip the batch window once
     std::optional<Epoch> recovered_abort_;  ///< a proposal the restart aborted: resuming members hear ABORT

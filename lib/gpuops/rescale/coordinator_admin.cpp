@@ -83,6 +83,7 @@ AdminReply Coordinator::mark_victims(const std::vector<MemberId>& ids, std::opti
         if (!m.victim_deadline) m.changed_at = now_;
         m.victim_deadline = std::min(m.victim_deadline.value_or(deadline), deadline);
     }
+    membership_changed();
     return {true, std::nullopt, fmt::format("{} member(s) to drain and remove", ids.size()), nullptr};
 }
 
@@ -115,6 +116,7 @@ AdminReply Coordinator::admin(const ExpandCmd& c) {
     }
     for (const MemberId id : chosen)
         members_.at(id).admitted = true;
+    membership_changed();
     force_now_ = true;
     return {true, std::nullopt, fmt::format("{} joiner(s) admitted", chosen.size()), nullptr};
 }
@@ -135,7 +137,8 @@ AdminReply Coordinator::admin(const SetCmd& c) {
         return refuse(ErrorCode::invalid, fmt::format("need 1 <= min ({}) <= max ({})", min_size, max_size));
     }
     config_.min_size = min_size;
-    config_.max_size = max_size;
+    config_.max_size = max_size;  // caps the joiners
+    membership_changed();
     config_.batch_window_ms = c.batch_window_ms.value_or(config_.batch_window_ms);
     persist(ConfigRecord{config_.min_size, config_.max_size, config_.batch_window_ms});
     return {true, std::nullopt, "limits set", nullptr};

@@ -11,6 +11,7 @@ Coordinator::Started Coordinator::start(CoordinatorConfig config, std::span<cons
     Coordinator c(std::move(config));
     c.begin(now);
     c.replay(records);
+    c.membership_changed();
     ++c.coord_incarnation_;
     // START goes first so that transition ids of this incarnation can never repeat an earlier one's.
     Actions replayed = std::exchange(c.out_, {});

@@ -1,6 +1,7 @@
 // The view change of research/rescale.md §6.3: collect pending changes, TRANSITION → SAFE_POINT/DRAINED →
 // PROPOSE (durable) → PREPARE → ACK → COMMIT (durable) → RELEASE, with ABORT and re-proposal on any failure.
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,26 @@
 
 namespace gpuops::rescale {
 
-Coordinator::Changes Coordinator::pending_changes() const {
+const Coordinator::Changes& Coordinator::pending_changes() const {
+    if (!pending_cache_) {
+        pending_cache_ = compute_pending_changes();
+    } else if (config_.self_check && compute_pending_changes() != *pending_cache_) {
+        throw std::logic_error("the cached pending changes are stale: a change did not call membership_changed()");
+    }
+    return *pending_cache_;
+}
+
+std::size_t Coordinator::size_after(const Changes& changes) const {
+    // gone and victims are members of the view (disjoint), joiners are not in it.
+    const std::size_t size =
+        view_.members.size() - changes.gone.size() - changes.victims.size() + changes.joiners.size();
+    if (config_.self_check && size != members_after(changes).size()) {
+        throw std::logic_error("size_after disagrees with members_after");
+    }
+    return size;
+}
+
+Coordinator::Changes Coordinator::compute_pending_changes() const {
     Changes c;
     std::optional<TimeMs> since;
     const auto note = [&](const MemberState& m) { since = std::min(since.value_or(m.changed_at), m.changed_at); };
@@ -35,7 +55,7 @@ Coordinator::Changes Coordinator::pending_changes() const {
         c.joiners.push_back(id);
         note(m);
     }
-    c.since = since.value_or(now_);
+    c.since = since.value_or(0);
     return c;
 }
 
@@ -48,8 +68,8 @@ std::vector<MemberId> Coordinator::members_after(const Changes& changes) const {
 }
 
 bool Coordinator::waiting_for_min_size() const {
-    const Changes changes = pending_changes();
-    return !changes.empty() && members_after(changes).size() < config_.min_size;
+    const Changes& changes = pending_changes();
+    return !changes.empty() && size_after(changes) < config_.min_size;
 }
 
 TransitionKind Coordinator::kind_of(const Changes& changes) const {
@@ -79,11 +99,11 @@ bool Coordinator::step() {
 }
 
 bool Coordinator::begin_transition() {
-    const Changes changes = pending_changes();
+    const Changes changes = pending_changes();  // a copy: the transition below changes membership
     if (changes.empty()) return false;
     // Everything that arrives within one batch window goes into one epoch ("eight simultaneous interruptions").
     if (!force_now_ && now_ < changes.since + config_.batch_window_ms) return false;
-    if (members_after(changes).size() < config_.min_size) {
+    if (size_after(changes) < config_.min_size) {
         if (config_.below_min == BelowMinPolicy::close && !view_.members.empty()) {
             close_job(fmt::format("the view would fall below min size {}", config_.min_size));
         }
@@ -155,7 +175,8 @@ void Coordinator::propose() {
 }
 
 bool Coordinator::all_acked() const {
-    return std::ranges::all_of(flight_->proposed.members, [&](MemberId id) { return flight_->acked.contains(id); });
+    // Only members of the proposal are ever recorded as acked.
+    return flight_->acked.size() == flight_->proposed.members.size();
 }
 
 void Coordinator::commit() {
@@ -182,6 +203,7 @@ void Coordinator::commit() {
             m.conn.reset();
         }
     }
+    membership_changed();  // the new view, joiners active, victims left
     flight_.reset();
     end_epoch_kv(old.epoch);
 }
@@ -211,6 +233,7 @@ void Coordinator::declare_dead(MemberId id, const std::string& reason) {
     m.status = MemberStatus::dead;
     m.changed_at = now_;
     m.victim_deadline.reset();
+    membership_changed();
     persist(DeadRecord{id, view_.epoch, reason});
     if (m.conn) {
         send(*m.conn, Evicted{view_.epoch, reason});
@@ -225,6 +248,7 @@ void Coordinator::mark_left(MemberId id) {
     m.status = MemberStatus::left;
     m.changed_at = now_;
     m.victim_deadline.reset();
+    membership_changed();
     persist(LeftRecord{id, view_.epoch});
     if (m.conn) {
         send(*m.conn, Release{view_.epoch});
@@ -315,7 +339,7 @@ std::optional<TimeMs> Coordinator::next_deadline() const {
         consider(fence.deadline);
     if (flight_) {
         consider(flight_->deadline);
-    } else if (const Changes changes = pending_changes(); !changes.empty()) {
+    } else if (const Changes& changes = pending_changes(); !changes.empty()) {
         // Only a window still running counts: an elapsed one is waiting for min size, and a tick cannot help.
         const TimeMs window_end = changes.since + config_.batch_window_ms;
         if (window_end > now_) consider(window_end);

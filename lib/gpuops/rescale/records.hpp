@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -116,7 +117,13 @@ public:
     RecordStore& operator=(const RecordStore&) = delete;
     virtual ~RecordStore() = default;
 
+    /// Durable when it returns.
     virtual void append(const Record& record) = 0;
+    /// All of `records`, in order, durable when it returns: a store that can makes them one write (group commit).
+    virtual void append_batch(std::span<const Record> records) {
+        for (const Record& record : records)
+            append(record);
+    }
     [[nodiscard]] virtual std::vector<Record> load() const = 0;
 
 protected:

@@ -1,5 +1,5 @@
 // The coordinator's event loop: accepts peers, feeds their lines to the core, runs the core's actions in order
-// (persist before anything later), and wakes the core at its next deadline.
+// (persist before anything later, with group commit), and wakes the core at its next deadline.
 #include "gpuops/rescale/server.hpp"
 
 #include <algorithm>
@@ -8,7 +8,10 @@
 #include <ctime>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include <asio.hpp>
 #include <fmt/format.h>
@@ -73,12 +76,13 @@ struct Server::Impl final : detail::ConnectionEvents {
     void on_flushed() override;
 
     void execute(const Actions& actions);
+    void sync();
     void account(std::uint64_t cpu_started_ns);
     std::atomic<std::uint64_t> events{0};
     std::atomic<std::uint64_t> busy_ns{0};
     std::atomic<std::uint64_t> persist_ns{0};
     std::atomic<std::uint64_t> persists{0};
-    void run_action(const PersistAction& action);
+    std::atomic<std::uint64_t> writes{0};
     void run_action(const SendAction& action);
     void run_action(const CloseAction& action);
     void arm_timer();
@@ -101,6 +105,11 @@ struct Server::Impl final : detail::ConnectionEvents {
     std::map<ConnId, std::shared_ptr<detail::Connection>> connections;
     ConnId next_conn = 1;  ///< never reused: a late action for a closed connection must not reach a new peer
     HostPort bound;        ///< the listening address, with the real port
+    // Group commit: records the core persisted wait here for one store write, and every send or close after the
+    // first of them waits for that write. Events already queued run first and join the same write.
+    std::vector<Record> unsynced;
+    std::vector<std::variant<SendAction, CloseAction>> held;
+    bool sync_posted = false;
     std::shared_ptr<const Message> encoded_for;  ///< the message `encoded` holds
     std::optional<EncodedMessage> encoded;
     std::optional<TimeMs> armed_for;
@@ -115,6 +124,7 @@ Server::Impl::Impl(ServerOptions options_in, CoordinatorConfig config, RecordSto
     auto started = Coordinator::start(std::move(config), store.load(), now_ms());
     core.emplace(std::move(started.coordinator));
     execute(started.actions);
+    sync();  // START is durable before the port is announced
     if (options.handle_signals) {
         signals.emplace(io, SIGINT, SIGTERM);
         signals->async_wait([this](const std::error_code& error, int) {
@@ -211,19 +221,53 @@ void Server::Impl::on_flushed() { finish_if_flushed(); }
 // ---- the action executor --------------------------------------------------------------------------------------
 
 void Server::Impl::execute(const Actions& actions) {
-    for (const Action& action : actions)
-        std::visit([this](const auto& a) { run_action(a); }, action);
+    for (const Action& action : actions) {
+        std::visit(
+            [this](const auto& a) {
+                using A = std::decay_t<decltype(a)>;
+                if constexpr (std::is_same_v<A, PersistAction>) {
+                    unsynced.push_back(a.record);
+                } else if (unsynced.empty() && held.empty()) {
+                    run_action(a);  // nothing before it waits for the disk
+                } else {
+                    held.emplace_back(a);
+                }
+            },
+            action);
+    }
+    if (!unsynced.empty() && !sync_posted) {
+        sync_posted = true;
+        // Two hops: the first lets the reactor poll once more, so lines that arrived meanwhile (while the last
+        // write waited for the disk, say) are handled before the write and join it.
+        asio::post(io, [this] {
+            asio::post(io, [this] {
+                sync_posted = false;
+                if (stopped) return;
+                const std::uint64_t started = thread_cpu_ns();
+                sync();
+                busy_ns += thread_cpu_ns() - started;
+            });
+        });
+    }
     arm_timer();
     if (core->closed()) begin_close();
 }
 
-void Server::Impl::run_action(const PersistAction& action) {
-    const auto started = std::chrono::steady_clock::now();
-    store.append(action.record);  // durable when it returns; a failure propagates before anything later is sent
-    persist_ns += static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
-    ++persists;
-    crash_hook.after_append(action.record);
+void Server::Impl::sync() {
+    if (!unsynced.empty()) {
+        const auto started = std::chrono::steady_clock::now();
+        store.append_batch(unsynced);  // durable when it returns; a failure propagates before anything is sent
+        persist_ns += static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+        persists += unsynced.size();
+        ++writes;
+        for (const Record& record : unsynced)
+            crash_hook.after_append(record);
+        unsynced.clear();
+    }
+    for (const auto& action : std::exchange(held, {}))
+        std::visit([this](const auto& a) { run_action(a); }, action);
+    finish_if_flushed();
 }
 
 void Server::Impl::run_action(const SendAction& action) {
@@ -283,7 +327,7 @@ void Server::Impl::begin_close() {
 }
 
 void Server::Impl::finish_if_flushed() {
-    if (!closing || stopped) return;
+    if (!closing || stopped || !unsynced.empty() || !held.empty()) return;
     const bool flushed =
         std::all_of(connections.begin(), connections.end(), [](const auto& entry) { return entry.second->flushed(); });
     if (flushed) stop_now();
@@ -321,7 +365,8 @@ HostPort Server::address() const { return impl_->bound; }
 std::uint16_t Server::port() const { return impl_->bound.port; }
 
 ServerStats Server::stats() const {
-    return {impl_->events.load(), impl_->busy_ns.load(), impl_->persist_ns.load(), impl_->persists.load()};
+    return {impl_->events.load(), impl_->busy_ns.load(), impl_->persist_ns.load(), impl_->persists.load(),
+            impl_->writes.load()};
 }
 
 void Server::run() {

@@ -38,7 +38,8 @@ struct ServerStats {
     std::uint64_t events = 0;      ///< lines, ticks and closed connections handled
     std::uint64_t busy_ns = 0;     ///< CPU time handling them: decoding, the core, persisting, encoding the sends
     std::uint64_t persist_ns = 0;  ///< wall time in store appends (waiting for fsync included)
-    std::uint64_t persists = 0;
+    std::uint64_t persists = 0;    ///< records appended
+    std::uint64_t writes = 0;      ///< store writes (group commit: one per batch of records)
 };
 
 /// One coordinator serving one job on one port; workers and admin clients share the port.

@@ -39,7 +39,7 @@ void Connection::on_read(const std::error_code& error, std::size_t bytes) {
         return;
     }
     if (state_ == State::open) {
-        buffer_.append(chunk_.data(), bytes);
+        input_.append(std::string_view(chunk_.data(), bytes));
         deliver_lines();
     }
     // Once closing, input is dropped unread; reading on is how the peer's FIN or RST reaches us.
@@ -47,29 +47,23 @@ void Connection::on_read(const std::error_code& error, std::size_t bytes) {
 }
 
 void Connection::deliver_lines() {
-    std::size_t begin = 0;
     while (state_ == State::open) {
-        const auto end = buffer_.find('\n', std::max(begin, scanned_));
-        if (end == std::string::npos) break;
-        events_.on_line(id_, std::string_view(buffer_).substr(begin, end - begin));
-        begin = end + 1;
+        const auto line = input_.next();
+        if (!line) break;
+        events_.on_line(id_, *line);
     }
     if (state_ != State::open) {
-        buffer_.clear();
-        buffer_.shrink_to_fit();
+        input_.clear();
         return;
     }
-    buffer_.erase(0, begin);
-    scanned_ = buffer_.size();
-    if (buffer_.size() > limits_.max_line_bytes) refuse_oversize();
+    input_.compact();
+    if (input_.rest().size() > limits_.max_line_bytes) refuse_oversize();
 }
 
 /// A partial line already over the limit: the core answers TOO_LARGE and closes; nothing more of it is kept.
 void Connection::refuse_oversize() {
-    events_.on_line(id_, buffer_);
-    buffer_.clear();
-    buffer_.shrink_to_fit();
-    scanned_ = 0;
+    events_.on_line(id_, input_.rest());
+    input_.clear();
     // The core closes after TOO_LARGE; should it ever not, the stream still cannot be resynchronised.
     close_after_flush();
 }

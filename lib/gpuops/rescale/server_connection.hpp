@@ -14,6 +14,7 @@
 
 #include <asio.hpp>
 
+#include "gpuops/rescale/line_buffer.hpp"
 #include "gpuops/rescale/protocol.hpp"
 
 namespace gpuops::rescale::detail {
@@ -82,8 +83,7 @@ private:
     State state_ = State::open;
 
     std::array<char, std::size_t{64} * 1024> chunk_{};
-    std::string buffer_;       ///< received bytes not yet delivered: at most one partial line
-    std::size_t scanned_ = 0;  ///< buffer_ holds no newline before this offset
+    LineBuffer input_;  ///< received bytes not yet delivered: at most one partial line
     bool reading_ = false;
 
     std::deque<std::string> queue_;  ///< lines with their newline; the first in_flight_ are being written

@@ -39,8 +39,8 @@ public:
 
     /// One INSERT in its own transaction: durable (WAL synced) when it returns.
     void append(const Record& record) override;
-    /// Consecutive persists of one action list in one transaction: all of them are durable, or none.
-    void append_batch(std::span<const Record> records);
+    /// Records in one transaction (one WAL sync): all of them are durable, or none.
+    void append_batch(std::span<const Record> records) override;
     /// Every record in lsn order. DataError naming the file and the lsn for a row that does not parse.
     [[nodiscard]] std::vector<Record> load() const override;
 

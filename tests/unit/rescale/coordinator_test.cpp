@@ -15,6 +15,7 @@ CoordinatorConfig test_config() {
     c.token = "t";
     c.admin_token = "a";
     c.batch_window_ms = 10;
+    c.self_check = true;
     return c;
 }
 

@@ -28,6 +28,7 @@ CoordinatorConfig server_config() {
     c.job = "job";
     c.token = job_token;
     c.admin_token = admin_token;
+    c.self_check = true;
     c.auto_expand = false;  // joiners wait for EXPAND, so no test sees a transition it did not ask for
     c.lease_ms = 60000;     // a loaded test machine must not expire anyone
     c.reconnect_grace_ms = 60000;

@@ -19,6 +19,7 @@ bool distinct(std::vector<MemberId> ids) {
 
 Sim::Sim(SimConfig config, std::uint64_t seed) : config_(std::move(config)), rng_(seed) {
     config_.coordinator.session_seed = seed;
+    config_.coordinator.self_check = true;  // every schedule also checks the core's caches
     auto started = Coordinator::start(config_.coordinator, {}, now_);
     coord_.emplace(std::move(started.coordinator));
     apply(started.actions);
