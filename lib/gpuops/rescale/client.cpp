@@ -295,17 +295,20 @@ private:
     }
 
     void read_next() {
-        socket_.async_read_some(asio::buffer(chunk_), [this](const asio::error_code& error, std::size_t bytes) {
-            if (error) return lost(error.message());
-            inbox_.append(std::string_view(chunk_.data(), bytes));
-            while (const auto line = inbox_.next()) {
-                receive(*line);
-                if (!socket_.is_open()) return;  // lost, evicted or released: nothing more to read
-            }
-            inbox_.compact();
-            if (inbox_.rest().size() > max_reply_bytes) return lost("a line over the size limit");
-            read_next();
-        });
+        socket_.async_read_some(asio::buffer(chunk_.get(), detail::read_chunk_bytes),
+                                [this](const asio::error_code& error, std::size_t bytes) {
+                                    if (error) return lost(error.message());
+                                    inbox_.append(std::string_view(chunk_.get(), bytes));
+                                    while (const auto line = inbox_.next()) {
+                                        receive(*line);
+                                        if (!socket_.is_open())
+                                            return;  // lost, evicted or released: nothing more to read
+                                    }
+                                    inbox_.compact();
+                                    if (inbox_.rest().size() > max_reply_bytes)
+                                        return lost("a line over the size limit");
+                                    read_next();
+                                });
     }
 
     std::uint64_t send(Message message) {
@@ -503,7 +506,8 @@ private:
     asio::ip::tcp::socket socket_;
     asio::steady_timer heartbeat_timer_;
     asio::steady_timer retry_timer_;
-    std::array<char, std::size_t{64} * 1024> chunk_{};
+    /// Where reads land; not zero-filled: a thousand connections must not touch 64 KiB each up front.
+    std::unique_ptr<char[]> chunk_ = std::make_unique_for_overwrite<char[]>(detail::read_chunk_bytes);
     detail::LineBuffer inbox_;
     std::deque<std::string> outbox_;
     bool writing_ = false;

@@ -136,6 +136,15 @@ AdminReply Coordinator::admin(const SetCmd& c) {
     if (min_size < 1 || max_size < min_size) {
         return refuse(ErrorCode::invalid, fmt::format("need 1 <= min ({}) <= max ({})", min_size, max_size));
     }
+    // Limits bound the views to come; a running view outside them could neither shrink nor replace a failed
+    // member (no view below min is committed), nor would it shrink to meet max.
+    const std::size_t size = view_.members.size();
+    if (size > 0 && min_size > size) {
+        return refuse(ErrorCode::invalid, fmt::format("min {} is above the current size {}", min_size, size));
+    }
+    if (size > 0 && max_size < size) {
+        return refuse(ErrorCode::invalid, fmt::format("max {} is below the current size {}", max_size, size));
+    }
     config_.min_size = min_size;
     config_.max_size = max_size;  // caps the joiners
     membership_changed();

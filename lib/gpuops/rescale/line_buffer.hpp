@@ -9,6 +9,9 @@
 
 namespace gpuops::rescale::detail {
 
+/// The most one read takes from a socket.
+inline constexpr std::size_t read_chunk_bytes = std::size_t{64} * 1024;
+
 /// Holds at most the lines not yet taken plus one partial line. Each byte is scanned for the newline once, however
 /// many reads a long line (a 1024-member PREPARE) arrives in.
 class LineBuffer {

@@ -23,7 +23,7 @@ void Connection::start() { read_more(); }
 void Connection::read_more() {
     reading_ = true;
     socket_.async_read_some(
-        asio::buffer(chunk_),
+        asio::buffer(chunk_.get(), read_chunk_bytes),
         [self = shared_from_this()](const std::error_code& error, std::size_t bytes) { self->on_read(error, bytes); });
 }
 
@@ -39,7 +39,7 @@ void Connection::on_read(const std::error_code& error, std::size_t bytes) {
         return;
     }
     if (state_ == State::open) {
-        input_.append(std::string_view(chunk_.data(), bytes));
+        input_.append(std::string_view(chunk_.get(), bytes));
         deliver_lines();
     }
     // Once closing, input is dropped unread; reading on is how the peer's FIN or RST reaches us.

@@ -82,7 +82,8 @@ private:
     ConnectionEvents& events_;
     State state_ = State::open;
 
-    std::array<char, std::size_t{64} * 1024> chunk_{};
+    /// Where reads land; not zero-filled: a thousand connections must not touch 64 KiB each up front.
+    std::unique_ptr<char[]> chunk_ = std::make_unique_for_overwrite<char[]>(read_chunk_bytes);
     LineBuffer input_;  ///< received bytes not yet delivered: at most one partial line
     bool reading_ = false;
 

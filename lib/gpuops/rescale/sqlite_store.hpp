@@ -20,11 +20,11 @@ struct SqliteDurability {
     bool operator==(const SqliteDurability&) const = default;
 };
 
-/// Records in `records(lsn, kind, body)`, body = to_json(record). Each append is one SQLite transaction that is
-/// synced before append() returns. While the store lives it holds an exclusive flock on "<file>.lock", so a second
-/// coordinator for the same database fails at once; readers of the database itself are not blocked.
-/// The database must be on a local file system (WAL needs shared memory between its users). Move-only; a moved-from
-/// store may only be destroyed or assigned to.
+/// Records in `records(lsn, kind, body)`, body = to_json(record). Each append (or append_batch) is one SQLite
+/// transaction that is synced before it returns. While the store lives it holds an exclusive flock on "<file>.lock", so
+/// a second coordinator for the same database fails at once; readers of the database itself are not blocked. The
+/// database must be on a local file system (WAL needs shared memory between its users). Move-only; a moved-from store
+/// may only be destroyed or assigned to.
 class SqliteRecordStore final : public RecordStore {
 public:
     static constexpr int schema_version = 1;

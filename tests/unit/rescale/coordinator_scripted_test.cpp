@@ -234,6 +234,28 @@ TEST_CASE("no view below min size: a failure waits for a joiner to replace it") 
           std::vector<MemberId>{member(sim, 1), member(sim, 2), member(sim, joiner)});
 }
 
+TEST_CASE("set refuses limits that the running view is outside of, and records the ones it takes") {
+    Sim sim = formed(3);
+    const AdminReply high_min = sim.admin(SetCmd{{}, 4, std::nullopt, std::nullopt});
+    CHECK_FALSE(high_min.ok);
+    CHECK(high_min.code == ErrorCode::invalid);
+    CHECK(high_min.msg == "min 4 is above the current size 3");
+    const AdminReply low_max = sim.admin(SetCmd{{}, 1, 2, std::nullopt});
+    CHECK_FALSE(low_max.ok);
+    CHECK(low_max.msg == "max 2 is below the current size 3");
+    CHECK(sim.coordinator().config().min_size == scripted_config().coordinator.min_size);
+
+    REQUIRE(sim.admin(SetCmd{{}, 3, 3, std::nullopt}).ok);
+    CHECK(sim.coordinator().config().min_size == 3);
+    const auto configs = records_of<ConfigRecord>(sim);
+    REQUIRE_FALSE(configs.empty());
+    CHECK(configs.back().min_size == 3);
+    CHECK(configs.back().max_size == 3);
+    // Before the first view there is nothing to be outside of: min may wait for joiners.
+    Sim empty(scripted_config());
+    CHECK(empty.admin(SetCmd{{}, 8, std::nullopt, std::nullopt}).ok);
+}
+
 TEST_CASE("admin expand admits joiners when auto admission is off, shrink takes the highest rank, close ends") {
     SimConfig config = scripted_config();
     config.coordinator.auto_expand = false;
