@@ -289,9 +289,9 @@ void Coordinator::resume_member(ConnId conn, std::uint64_t seq, const Hello& m, 
 /// Repeats to a resumed member what it may have missed while disconnected and still has to act on.
 void Coordinator::catch_up(MemberState& member) {
     const MemberId id = member.registration.member_id;
-    if (recovered_abort_ && *recovered_abort_ > view_.epoch) {
-        send_to(id, Abort{*recovered_abort_, 0, "coordinator restarted"});
-    }
+    // Without it a worker that ACKed an aborted proposal stays prepared and ignores every later TRANSITION.
+    for (const Epoch epoch : aborted_)
+        send_to(id, Abort{epoch, 0, "aborted while this member was away"});
     if (!flight_) return;
     if (flight_->phase == Phase::safe_point_wait && flight_->needs_safe_point && view_.contains(id)) {
         const bool victim = std::ranges::find(flight_->victims, id) != flight_->victims.end();

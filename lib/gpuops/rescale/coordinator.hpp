@@ -266,8 +266,10 @@ private:
     std::optional<InFlight> flight_;
     mutable std::optional<Changes> pending_cache_;  ///< see pending_changes()
     std::uint64_t transition_counter_ = 0;
-    bool force_now_ = false;                ///< EXPAND: skip the batch window once
-    std::optional<Epoch> recovered_abort_;  ///< a proposal the restart aborted: resuming members hear ABORT
+    bool force_now_ = false;  ///< EXPAND: skip the batch window once
+    /// Proposals aborted since the last commit (by a restart or not): a member that ACKed one and missed its ABORT
+    /// (disconnected, or the coordinator crashed right after the record) hears it when it resumes.
+    std::set<Epoch> aborted_;
 
     std::map<KvKey, std::string> epoch_values_;
     std::map<KvKey, std::string> job_values_;

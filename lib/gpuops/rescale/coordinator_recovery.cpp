@@ -54,8 +54,10 @@ void Coordinator::replay(std::span<const Record> records) {
                     ever_in_view.insert(view_.members.begin(), view_.members.end());
                     open_proposal.reset();
                     epoch_values_.clear();
+                    aborted_.clear();
                 } else if constexpr (std::is_same_v<R, AbortRecord>) {
                     open_proposal.reset();
+                    aborted_.insert(r.epoch);
                 } else if constexpr (std::is_same_v<R, DeadRecord>) {
                     members_.at(r.member_id).status = MemberStatus::dead;
                 } else if constexpr (std::is_same_v<R, LeftRecord>) {
@@ -79,7 +81,7 @@ void Coordinator::replay(std::span<const Record> records) {
     // No worker switches before COMMIT, so a proposal without one can be dropped; its epoch stays used.
     if (open_proposal && !closed_) {
         persist(AbortRecord{*open_proposal});
-        recovered_abort_ = open_proposal;
+        aborted_.insert(*open_proposal);
     }
 }
 

@@ -183,7 +183,7 @@ void Coordinator::commit() {
     const GroupView old = std::exchange(view_, flight_->proposed);
     // Durable before any worker can see it: a restart must never forget a view that some worker switched to.
     persist(CommitRecord{view_.epoch, view_.hash});
-    recovered_abort_.reset();
+    aborted_.clear();
     for (const MemberId id : view_.members) {
         MemberState& m = members_.at(id);
         m.status = MemberStatus::active;
@@ -210,6 +210,7 @@ void Coordinator::commit() {
 
 void Coordinator::abort_proposal(const std::string& reason) {
     persist(AbortRecord{flight_->proposed.epoch});
+    aborted_.insert(flight_->proposed.epoch);
     std::set<MemberId> told(view_.members.begin(), view_.members.end());
     told.insert(flight_->proposed.members.begin(), flight_->proposed.members.end());
     const Abort abort{flight_->proposed.epoch, flight_->id, reason};

@@ -14,7 +14,8 @@ namespace gpuops::rescale {
 
 /// The environment variable that arms the hook: GPUOPS_RESCALE_CRASH_AFTER=<KIND>[:<n>], e.g. COMMIT:2 kills the
 /// process with SIGKILL right after the second COMMIT record is durable. KIND is a record kind (START, CONFIG,
-/// REGISTER, PROPOSE, COMMIT, ABORT, DEAD, LEFT, KV_PUT, CLOSE); n defaults to 1.
+/// REGISTER, PROPOSE, COMMIT, ABORT, DEAD, LEFT, KV_PUT, CLOSE); n defaults to 1. Appends are counted within the
+/// process, not in the store: a start appends one START, so START:n fires only for n = 1.
 inline constexpr std::string_view crash_after_env = "GPUOPS_RESCALE_CRASH_AFTER";
 
 struct CrashPoint {

@@ -87,6 +87,7 @@ struct Server::Impl final : detail::ConnectionEvents {
     void run_action(const CloseAction& action);
     void arm_timer();
     void on_timer();
+    void serve_closed_job(std::chrono::milliseconds window);
     void begin_close();
     void finish_if_flushed();
     void stop_now();
@@ -114,15 +115,18 @@ struct Server::Impl final : detail::ConnectionEvents {
     std::optional<EncodedMessage> encoded;
     std::optional<TimeMs> armed_for;
     TimeMs last_tick = 0;
-    bool closing = false;  ///< the job is closed: no new peers; stop once the replies are out
+    bool closing = false;    ///< the job is closed: no new peers; stop once the replies are out
+    bool lingering = false;  ///< the job was closed before this start: serve resuming members until the timer
     bool stopped = false;
 };
 
 Server::Impl::Impl(ServerOptions options_in, CoordinatorConfig config, RecordStore& store_in)
     : options(std::move(options_in)), store(store_in), crash_hook(crash_point_from_env()) {
     listen();
+    const std::chrono::milliseconds resume_window{std::max(config.reconnect_grace_ms, config.lease_ms)};
     auto started = Coordinator::start(std::move(config), store.load(), now_ms());
     core.emplace(std::move(started.coordinator));
+    if (core->closed()) serve_closed_job(resume_window);
     execute(started.actions);
     sync();  // START is durable before the port is announced
     if (options.handle_signals) {
@@ -250,7 +254,7 @@ void Server::Impl::execute(const Actions& actions) {
         });
     }
     arm_timer();
-    if (core->closed()) begin_close();
+    if (core->closed() && !lingering) begin_close();
 }
 
 void Server::Impl::sync() {
@@ -312,6 +316,19 @@ void Server::Impl::on_timer() {
 }
 
 // ---- stopping -------------------------------------------------------------------------------------------------
+
+/// A job closed before this start, maybe by a close whose RELEASEs a crash swallowed: its members are still
+/// reconnecting. Serve for the window a restart gives members to resume, so that they hear ERROR{CLOSED} and stop
+/// instead of retrying forever; then close as usual.
+void Server::Impl::serve_closed_job(std::chrono::milliseconds window) {
+    lingering = true;
+    close_timer.expires_after(window);
+    close_timer.async_wait([this](const std::error_code& error) {
+        if (error) return;
+        lingering = false;
+        begin_close();
+    });
+}
 
 void Server::Impl::begin_close() {
     if (closing) return;

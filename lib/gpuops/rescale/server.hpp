@@ -65,7 +65,9 @@ public:
     [[nodiscard]] std::uint16_t port() const;
 
     /// Serves until stop(), SIGINT/SIGTERM (with handle_signals), or the job is closed and the last replies
-    /// have been written (or close_grace passed). Call once, from one thread.
+    /// have been written (or close_grace passed). A job that was already closed when the server started is
+    /// served for max(reconnect_grace_ms, lease_ms) first, so that members that missed their RELEASE hear
+    /// ERROR CLOSED when they resume. Call once, from one thread.
     void run();
     /// Makes run() return soon; callable from any thread, also before run().
     void stop();

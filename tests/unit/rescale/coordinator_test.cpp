@@ -226,3 +226,30 @@ TEST_CASE("recovery: committed view kept, open proposal aborted, epochs never re
     CHECK(c.members().at(a).status == MemberStatus::active);
     CHECK(c.members().at(a + 2).status == MemberStatus::joining);
 }
+
+TEST_CASE("a member that missed the ABORT of a proposal it ACKed hears it when it resumes, also after a restart") {
+    Driver d;
+    const auto [a, b] = form_two(d);
+    d.hello(3, "w3");
+    const auto t = sent<Transition>(d.tick(20), 1).at(0);
+    d.send(1, SafePoint{1, t.transition_id});
+    const auto p = sent<Prepare>(d.send(2, SafePoint{1, t.transition_id}), 1).at(0);
+    d.send(1, Ack{p.epoch, p.view_hash, true, ""});
+    d.keep(d.coord.on_closed(d.now, 1));  // a ACKed, then lost its connection
+    const Actions nack = d.send(3, Ack{p.epoch, p.view_hash, false, "no endpoints"}, 2);
+    CHECK(sent<Abort>(nack, 2).size() == 1);  // b hears it; a is away
+    REQUIRE(d.store.records().back() == Record{AbortRecord{p.epoch}});
+
+    // Without the ABORT, a would stay prepared for epoch 2 and ignore every later TRANSITION.
+    const std::string session = d.coord.members().at(a).registration.session;
+    const Hello resume{"job", "t", "w1", "w1#1", "h", "", {}, ResumeInfo{a, session, 1}};
+    const auto told = sent<Abort>(d.send(4, resume), 4);
+    REQUIRE(told.size() == 1);
+    CHECK(told[0].epoch == p.epoch);
+
+    // The same after a crash right after the ABORT record, before the ABORT went out.
+    auto started = Coordinator::start(test_config(), d.store.records(), 10'000);
+    const auto after_restart = sent<Abort>(started.coordinator.on_message(10'000, 1, {1, resume}), 1);
+    REQUIRE(after_restart.size() == 1);
+    CHECK(after_restart[0].epoch == p.epoch);
+}

@@ -69,9 +69,9 @@ private:
 /// A server on 127.0.0.1:0, run on its own thread until stop() or until it stops by itself.
 class RunningServer {
 public:
-    explicit RunningServer(RecordStore& store, ServerOptions options = {}) {
+    explicit RunningServer(RecordStore& store, ServerOptions options = {}, CoordinatorConfig config = server_config()) {
         options.listen = {"127.0.0.1", 0};
-        server_ = std::make_unique<Server>(std::move(options), server_config(), store);
+        server_ = std::make_unique<Server>(std::move(options), std::move(config), store);
         thread_ = std::thread([this] {
             try {
                 server_->run();
@@ -350,6 +350,31 @@ TEST_CASE("server: CLOSE releases the members and stops the server once the repl
     (void)next<Release>(w.conn);
     CHECK(w.conn.closed_by_peer());
     CHECK(server.stopped_by_itself(5s));
+}
+
+TEST_CASE("server: restarted over a closed job, it tells resuming workers CLOSED, then stops by itself") {
+    SharedStore store;
+    {
+        RunningServer server(store);
+        Worker w(server.port(), "w1");
+        REQUIRE(admin(server, CloseCmd{admin_token}).ok);
+        CHECK(server.stopped_by_itself(5s));
+    }
+    // A crash right after the CLOSE record would have swallowed the RELEASEs: the members are still reconnecting.
+    CoordinatorConfig config = server_config();
+    config.lease_ms = 300;
+    config.reconnect_grace_ms = 200;
+    const auto started = std::chrono::steady_clock::now();
+    RunningServer restarted(store, {}, config);
+    LineClient late(restarted.port());
+    late.send_line(line(1, hello("w1", "inc-2")));
+    CHECK(error_code_of(late) == ErrorCode::closed);
+    const AdminReply status = admin(restarted, StatusCmd{admin_token});
+    REQUIRE(status.ok);
+    CHECK(status.status.at("closed") == true);
+    // Served for max(lease, grace), the window a restart gives members to resume; then it stops.
+    CHECK(restarted.stopped_by_itself(5s));
+    CHECK(std::chrono::steady_clock::now() - started >= 300ms);
 }
 
 TEST_CASE("admin client: a port nobody listens on is unavailable (exit 69)") {
