@@ -36,6 +36,7 @@ public:
     /// Call after `record` is durable. Returns (when it returns) whether the hook would have fired; the
     /// process does not survive a firing hook unless `dry_run` (for tests of the counting).
     bool after_append(const Record& record, bool dry_run = false);
+    [[nodiscard]] bool armed() const noexcept { return point_.has_value(); }
 
 private:
     std::optional<CrashPoint> point_;
