@@ -3,6 +3,7 @@
 #include "gpuops/rescale/codec.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -76,11 +77,30 @@ private:
     const WireValue& object_;
 };
 
+/// A peer table: one pass over each entry's fields (a joiner reads 1024 of them), looked up by name only to name
+/// a missing one.
 std::vector<Peer> read_peers(const WireValue& list) {
     std::vector<Peer> out;
     list.for_each([&](const WireValue& item) {
-        const Reader r(item);
-        out.push_back({r.u64("member_id"), r.u64("rank"), r.str("addr_b64")});
+        Peer peer;
+        unsigned seen = 0;
+        item.for_each_field([&](std::string_view key, const WireValue& value) {
+            if (key == "member_id") {
+                peer.member_id = Reader::to_u64(value);
+                seen |= 1U;
+            } else if (key == "rank") {
+                peer.rank = Reader::to_u64(value);
+                seen |= 2U;
+            } else if (key == "addr_b64") {
+                peer.addr_b64 = value.as_string();
+                seen |= 4U;
+            }
+        });
+        if (seen != 7U) {
+            const Reader r(item);
+            peer = {r.u64("member_id"), r.u64("rank"), r.str("addr_b64")};  // throws at the missing field
+        }
+        out.push_back(std::move(peer));
     });
     return out;
 }
@@ -99,6 +119,7 @@ std::vector<KvEntry> read_kv(const Reader& r, std::string_view key) {
 /// `members`: the member ids in rank order (index = rank); each id at most once.
 std::vector<MemberId> read_members(const Reader& r) {
     std::vector<MemberId> members = r.ids("members");
+    if (std::ranges::adjacent_find(members, std::greater_equal<>()) == members.end()) return members;  // ascending
     std::vector<MemberId> sorted = members;
     std::ranges::sort(sorted);
     if (const auto twice = std::ranges::adjacent_find(sorted); twice != sorted.end()) {

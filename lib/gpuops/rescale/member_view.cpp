@@ -39,8 +39,10 @@ MemberView proposed_view(const MemberView& committed, const Prepare& prepare) {
         for (const MemberId gone : prepare.removed)
             next.addr_b64.erase(gone);
     }
+    // A joiner's table comes in rank order, which is id order unless members have left: then the hint is right
+    // and each insert costs O(1).
     for (const Peer& peer : prepare.added)
-        next.addr_b64[peer.member_id] = peer.addr_b64;
+        next.addr_b64.insert_or_assign(next.addr_b64.end(), peer.member_id, peer.addr_b64);
     return next;
 }
 
@@ -55,8 +57,15 @@ std::string check_proposal(const MemberView& committed, const Prepare& prepare, 
         if (next_members(committed.members, removed, joiners) != prepare.members)
             return "the ranks break the rule (survivors in order, joiners appended)";
     }
-    for (const MemberId id : prepare.members)
-        if (!proposed.addr_b64.contains(id)) return fmt::format("no address for member {}", id);
+    // Every member has an address: one ordered walk of the members against the (ordered) address map.
+    std::vector<MemberId> sorted = prepare.members;
+    std::ranges::sort(sorted);
+    auto addr = proposed.addr_b64.begin();
+    for (const MemberId id : sorted) {
+        while (addr != proposed.addr_b64.end() && addr->first < id)
+            ++addr;
+        if (addr == proposed.addr_b64.end() || addr->first != id) return fmt::format("no address for member {}", id);
+    }
     return {};
 }
 

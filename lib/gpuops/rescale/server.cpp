@@ -146,6 +146,7 @@ void Server::Impl::listen() {
     if (!error) acceptor.set_option(tcp::acceptor::reuse_address(true), error);
     if (!error) acceptor.bind(endpoint, error);
     if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+    if (!error) acceptor.non_blocking(true, error);  // accept() in the drain loop must not block
     if (error) {
         throw UnavailableError(
             fmt::format("cannot listen on {}: {}", quote(to_string(options.listen)), error.message()));
@@ -159,6 +160,13 @@ void Server::Impl::accept() {
         if (error == asio::error::operation_aborted || closing || stopped) return;
         if (!error) {
             adopt(std::move(socket));
+            // Drain the backlog: a thousand workers connecting at once must not be taken one per loop turn.
+            std::error_code more;
+            while (!closing && !stopped) {
+                tcp::socket next = acceptor.accept(more);
+                if (more) break;
+                adopt(std::move(next));
+            }
             accept();
             return;
         }

@@ -34,6 +34,13 @@ public:
             visit(WireValue(item, this, {}, index++, true));
     }
 
+    /// Calls `visit(key, value)` for each member of an object, in document order.
+    template <typename Visit>
+    void for_each_field(Visit&& visit) const {
+        for (const simdjson::dom::key_value_pair field : as_object())
+            visit(field.key, WireValue(field.value, this, field.key, 0, false));
+    }
+
     [[nodiscard]] bool is_object() const { return value_.type() == simdjson::dom::element_type::OBJECT; }
     [[nodiscard]] std::string as_string() const { return std::string(as_string_view()); }
     [[nodiscard]] std::string_view as_string_view() const;

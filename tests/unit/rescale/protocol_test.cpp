@@ -130,6 +130,11 @@ TEST_CASE("a bad field deep in a line is named by its JSON pointer") {
     CHECK(e.seq == 4);
     CHECK(e.message.find("/added/1/rank") != std::string::npos);
     CHECK(e.message.find("expected an integer, got string") != std::string::npos);
+    const DecodeError no_addr =
+        error_of(decode(R"({"t":"PREPARE","epoch":2,"from_epoch":1,"view_hash":"h","members":[1],"removed":[],)"
+                        R"("added":[{"rank":0,"member_id":1}]})"));
+    CHECK(no_addr.message.find("/added/0/addr_b64") != std::string::npos);
+    CHECK(no_addr.message.find("missing required field") != std::string::npos);
     const DecodeError missing = error_of(decode(R"({"t":"HELLO","job":"j","token":"t","incarnation":"i"})"));
     CHECK(missing.message.find("/worker_id") != std::string::npos);
     const DecodeError meta =

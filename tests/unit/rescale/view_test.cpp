@@ -56,6 +56,9 @@ TEST_CASE("view_hash depends on the epoch, the members and their order") {
     CHECK(view_hash(5, a) != view_hash(5, b));
     CHECK(view_hash(5, std::vector<MemberId>{1, 23}) != view_hash(5, std::vector<MemberId>{12, 3}));
     CHECK(view_hash(5, a).size() == 16);
+    // The canonical text "2:1,2,3" under FNV-1a 64, as rescale-protocol.md's example shows it: any client, in any
+    // language, recomputes this from a PREPARE.
+    CHECK(view_hash(2, a) == "c2c47358fc87105f");
     const GroupView v = make_view(5, a);
     CHECK(v.hash == view_hash(5, a));
     CHECK(v.rank_of(3) == 2);
