@@ -91,7 +91,7 @@ public:
         const auto deadline = Clock::now() + wait_limit;
         return std::ranges::all_of(workers_, [&](const auto& w) {
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-            return left.count() > 0 && w->wait_epoch_after(epoch, left).has_value();
+            return left.count() > 0 && w->wait_epoch_number_after(epoch, left).has_value();
         });
     }
 

@@ -104,11 +104,23 @@ public:
 
     /// Waits until the worker is active in an epoch after `epoch` (0: any committed view).
     std::optional<MemberView> wait_active_after(Epoch epoch, std::chrono::milliseconds timeout) {
-        const auto ready = [&] { return state_ == ClientState::active && view_.epoch > epoch; };
         std::unique_lock lock(mutex_);
-        changed_.wait_for(lock, timeout, [&] { return ready() || final_state(state_); });
-        if (!ready()) return std::nullopt;
+        if (!wait_ready(lock, epoch, timeout)) return std::nullopt;
         return view_;
+    }
+
+    std::optional<Epoch> wait_epoch_number_after(Epoch epoch, std::chrono::milliseconds timeout) {
+        std::unique_lock lock(mutex_);
+        if (!wait_ready(lock, epoch, timeout)) return std::nullopt;
+        return view_.epoch;
+    }
+
+    /// Waits (holding `lock` on mutex_ between wakeups) until active in an epoch after `epoch`; false when out or
+    /// timed out.
+    bool wait_ready(std::unique_lock<std::mutex>& lock, Epoch epoch, std::chrono::milliseconds timeout) {
+        const auto ready = [&] { return state_ == ClientState::active && view_.epoch > epoch; };
+        changed_.wait_for(lock, timeout, [&] { return ready() || final_state(state_); });
+        return ready();
     }
 
     std::optional<ClientState> wait_exit(std::chrono::milliseconds timeout) {
@@ -552,6 +564,10 @@ std::optional<MemberView> Client::wait_active(std::chrono::milliseconds timeout)
 }
 std::optional<MemberView> Client::wait_epoch_after(Epoch epoch, std::chrono::milliseconds timeout) {
     return impl_->wait_active_after(epoch, timeout);
+}
+
+std::optional<Epoch> Client::wait_epoch_number_after(Epoch epoch, std::chrono::milliseconds timeout) {
+    return impl_->wait_epoch_number_after(epoch, timeout);
 }
 std::optional<ClientState> Client::wait_exit(std::chrono::milliseconds timeout) { return impl_->wait_exit(timeout); }
 void Client::safe_point() { impl_->safe_point(); }

@@ -88,6 +88,8 @@ public:
     [[nodiscard]] std::optional<MemberView> wait_active(std::chrono::milliseconds timeout);
     /// Blocks until the worker is active in a committed epoch greater than `epoch` (or is out, or the timeout passes).
     [[nodiscard]] std::optional<MemberView> wait_epoch_after(Epoch epoch, std::chrono::milliseconds timeout);
+    /// The same wait, answering only the epoch: no copy of a view of a thousand addresses.
+    [[nodiscard]] std::optional<Epoch> wait_epoch_number_after(Epoch epoch, std::chrono::milliseconds timeout);
     /// Blocks until the state is final (released, evicted, stopped) or the timeout passes.
     [[nodiscard]] std::optional<ClientState> wait_exit(std::chrono::milliseconds timeout);
 

@@ -255,7 +255,7 @@ void Coordinator::register_member(ConnId conn, const Hello& m) {
     persist(member.registration);  // before WELCOME: a resume after a restart must find this id
     conn_member_[conn] = id;
     const auto& stored = members_.emplace(id, std::move(member)).first->second;
-    membership_changed();
+    member_registered(stored);
     send(conn, Welcome{id, stored.registration.session, coord_incarnation_, JoinState::joining, std::nullopt});
 }
 

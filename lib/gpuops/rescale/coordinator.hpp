@@ -206,6 +206,9 @@ private:
     [[nodiscard]] const Changes& pending_changes() const;
     [[nodiscard]] Changes compute_pending_changes() const;
     void membership_changed() { pending_cache_.reset(); }
+    /// A new joining member: appended to the cached joiners (it has the highest id) rather than recomputing all,
+    /// which a bootstrap of n workers would do n times.
+    void member_registered(const MemberState& m);
     /// The size of the view after `changes`, without building it.
     [[nodiscard]] std::size_t size_after(const Changes& changes) const;
     void advance();

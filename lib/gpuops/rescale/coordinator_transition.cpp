@@ -18,6 +18,17 @@ const Coordinator::Changes& Coordinator::pending_changes() const {
     return *pending_cache_;
 }
 
+void Coordinator::member_registered(const MemberState& m) {
+    if (!pending_cache_) return;
+    Changes& c = *pending_cache_;
+    // As compute_pending_changes() would: a fresh member is joining and never admitted or a victim yet.
+    const std::size_t staying = view_.members.size() - c.gone.size() - c.victims.size();
+    if (config_.auto_expand && staying + c.joiners.size() < config_.max_size) {
+        c.since = c.empty() ? m.changed_at : std::min(c.since, m.changed_at);
+        c.joiners.push_back(m.registration.member_id);
+    }
+}
+
 std::size_t Coordinator::size_after(const Changes& changes) const {
     // gone and victims are members of the view (disjoint), joiners are not in it.
     const std::size_t size =

@@ -219,6 +219,8 @@ TEST_CASE("client joins the first epoch and follows a shrink through safe point 
     REQUIRE(view.has_value());
     CHECK(view->members == std::vector<MemberId>{1});
     CHECK(view->addr_b64.size() == 1);  // member 2's address is gone
+    CHECK(client.wait_epoch_number_after(1, 2s) == std::optional<Epoch>(2));
+    CHECK_FALSE(client.wait_epoch_number_after(2, 50ms).has_value());  // no epoch 3 yet
     const std::lock_guard lock(m);
     CHECK(commits == std::vector<Epoch>{1, 2});
 }
