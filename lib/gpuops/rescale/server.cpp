@@ -81,6 +81,7 @@ struct Server::Impl final : detail::ConnectionEvents {
     std::atomic<std::uint64_t> events{0};
     std::atomic<std::uint64_t> busy_ns{0};
     std::atomic<std::uint64_t> persist_ns{0};
+    std::atomic<std::uint64_t> persist_wait_ns{0};
     std::atomic<std::uint64_t> persists{0};
     std::atomic<std::uint64_t> writes{0};
     void run_action(const SendAction& action);
@@ -268,6 +269,7 @@ void Server::Impl::execute(const Actions& actions) {
 void Server::Impl::sync() {
     if (!unsynced.empty()) {
         const auto started = std::chrono::steady_clock::now();
+        const std::uint64_t cpu_started = thread_cpu_ns();
         if (crash_hook.armed()) {
             // A test kills the process right after one record: nothing after it may be durable yet.
             for (const Record& record : unsynced) {
@@ -277,8 +279,11 @@ void Server::Impl::sync() {
         } else {
             store.append_batch(unsynced);  // durable when it returns; a failure propagates before anything is sent
         }
-        persist_ns += static_cast<std::uint64_t>(
+        const auto wall = static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count());
+        const std::uint64_t cpu = thread_cpu_ns() - cpu_started;
+        persist_ns += wall;
+        persist_wait_ns += wall > cpu ? wall - cpu : 0;
         persists += unsynced.size();
         ++writes;
         unsynced.clear();
@@ -396,8 +401,8 @@ HostPort Server::address() const { return impl_->bound; }
 std::uint16_t Server::port() const { return impl_->bound.port; }
 
 ServerStats Server::stats() const {
-    return {impl_->events.load(), impl_->busy_ns.load(), impl_->persist_ns.load(), impl_->persists.load(),
-            impl_->writes.load()};
+    return {impl_->events.load(),          impl_->busy_ns.load(),  impl_->persist_ns.load(),
+            impl_->persist_wait_ns.load(), impl_->persists.load(), impl_->writes.load()};
 }
 
 void Server::run() {

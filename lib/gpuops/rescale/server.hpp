@@ -35,11 +35,12 @@ struct ServerOptions {
 
 /// What the coordinator itself spent, for the benchmarks.
 struct ServerStats {
-    std::uint64_t events = 0;      ///< lines, ticks and closed connections handled
-    std::uint64_t busy_ns = 0;     ///< CPU time handling them: decoding, the core, persisting, encoding the sends
-    std::uint64_t persist_ns = 0;  ///< wall time in store appends (waiting for fsync included)
-    std::uint64_t persists = 0;    ///< records appended
-    std::uint64_t writes = 0;      ///< store writes (group commit: one per batch of records)
+    std::uint64_t events = 0;           ///< lines, ticks and closed connections handled
+    std::uint64_t busy_ns = 0;          ///< CPU time handling them: decoding, the core, persisting, encoding the sends
+    std::uint64_t persist_ns = 0;       ///< wall time in store appends (waiting for fsync included)
+    std::uint64_t persist_wait_ns = 0;  ///< of which not on the CPU: waiting for the disk. busy + this = own time
+    std::uint64_t persists = 0;         ///< records appended
+    std::uint64_t writes = 0;           ///< store writes (group commit: one per batch of records)
 };
 
 /// One coordinator serving one job on one port; workers and admin clients share the port.
