@@ -105,6 +105,18 @@ public:
     }
 
     [[nodiscard]] ServerStats stats() const { return server_->stats(); }
+    /// Waits until the coordinator has handled nothing for 2 ms (at most 500 ms): the READYs that follow the last
+    /// commit are done, so a measurement starts from a quiet server.
+    void quiesce() const {
+        const auto deadline = Clock::now() + std::chrono::milliseconds(500);
+        std::uint64_t seen = server_->stats().events;
+        while (Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            const std::uint64_t now = server_->stats().events;
+            if (now == seen) return;
+            seen = now;
+        }
+    }
     [[nodiscard]] std::vector<std::unique_ptr<Client>>& workers() { return workers_; }
 
 private:
@@ -139,6 +151,7 @@ Row measure(std::size_t n, int rounds, const std::filesystem::path& dir) {
     for (int r = 0; r < rounds; ++r) {
         Client& victim = *job.workers().back();
         const Epoch epoch = victim.view().epoch;
+        job.quiesce();  // nothing of the previous round's expand may count in this one
         const ServerStats before = job.stats();
         const auto t0 = Clock::now();
         job.notice(fmt::format("w{}", n - 1 + static_cast<std::size_t>(r)));  // the newest worker: `victim`
@@ -149,7 +162,8 @@ Row measure(std::size_t n, int rounds, const std::filesystem::path& dir) {
         const auto t1 = Clock::now();
         const ServerStats after = job.stats();
         row.latency_ms.push_back(ms_between(t0, t1));
-        // The coordinator's own share: its CPU time, plus the wall time its store appends waited for the disk.
+        // The coordinator's own share of the rescale, over the same window: its CPU time, plus the time its store
+        // writes waited for the disk.
         row.coordinator_ms.push_back(
             static_cast<double>((after.busy_ns - before.busy_ns) + (after.persist_wait_ns - before.persist_wait_ns)) /
             1e6);

@@ -137,8 +137,10 @@ bool Coordinator::begin_transition() {
         flight.deadline = std::max(now_, std::min(flight.deadline, *members_.at(id).victim_deadline));
     flight_ = std::move(flight);
     if (flight_->needs_safe_point) {
+        // One message for every member: the server encodes a shared message once.
+        const auto transition = std::make_shared<const Message>(transition_message());
         for (const MemberId id : view_.members)
-            if (!is_gone(id)) send_to(id, transition_message());
+            if (!is_gone(id)) send_to(id, transition);
     }
     return true;
 }
@@ -195,11 +197,12 @@ void Coordinator::commit() {
     // Durable before any worker can see it: a restart must never forget a view that some worker switched to.
     persist(CommitRecord{view_.epoch, view_.hash});
     aborted_.clear();
+    const auto commit_message = std::make_shared<const Message>(Commit{view_.epoch, view_.hash});
     for (const MemberId id : view_.members) {
         MemberState& m = members_.at(id);
         m.status = MemberStatus::active;
         m.admitted = false;
-        send_to(id, Commit{view_.epoch, view_.hash});
+        send_to(id, commit_message);
     }
     for (const MemberId id : old.members) {
         MemberState& m = members_.at(id);
@@ -224,7 +227,7 @@ void Coordinator::abort_proposal(const std::string& reason) {
     aborted_.insert(flight_->proposed.epoch);
     std::set<MemberId> told(view_.members.begin(), view_.members.end());
     told.insert(flight_->proposed.members.begin(), flight_->proposed.members.end());
-    const Abort abort{flight_->proposed.epoch, flight_->id, reason};
+    const auto abort = std::make_shared<const Message>(Abort{flight_->proposed.epoch, flight_->id, reason});
     flight_.reset();
     for (const MemberId id : told)
         if (!is_gone(id)) send_to(id, abort);
@@ -232,7 +235,7 @@ void Coordinator::abort_proposal(const std::string& reason) {
 
 void Coordinator::abandon(const std::string& reason) {
     const bool told = flight_->needs_safe_point;
-    const Abort abort{std::nullopt, flight_->id, reason};
+    const auto abort = std::make_shared<const Message>(Abort{std::nullopt, flight_->id, reason});
     flight_.reset();
     if (!told) return;  // nobody heard of it
     for (const MemberId id : view_.members)
