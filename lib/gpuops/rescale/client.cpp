@@ -161,6 +161,10 @@ public:
                 promise->set_exception(std::make_exception_ptr(UnavailableError("the worker is out of the group")));
                 return;
             }
+            if (const auto why = unreachable()) {
+                promise->set_exception(std::make_exception_ptr(UnavailableError(*why)));
+                return;
+            }
             fences_[fence_id] = promise;
             requests_[send(Fence{view_.epoch, fence_id, collect})] = fence_id;
         });
@@ -176,6 +180,10 @@ public:
         auto future = promise->get_future();
         const std::string name = fmt::format("{}@{}", key, member);
         asio::post(io_, [this, key, member, scope, promise, name] {
+            if (const auto why = unreachable()) {
+                promise->set_exception(std::make_exception_ptr(UnavailableError(*why)));
+                return;
+            }
             gets_[name] = promise;
             requests_[send(Get{view_.epoch, key, member, scope})] = name;
         });
@@ -321,6 +329,13 @@ private:
                                         return lost("a line over the size limit");
                                     read_next();
                                 });
+    }
+
+    /// Why a request cannot reach the coordinator now (it would be dropped, and its caller wait out its whole
+    /// timeout); nullopt when it can. A connection lost later fails the pending requests (fail_pending).
+    std::optional<std::string> unreachable() const {
+        if (state_ == ClientState::reconnecting || !socket_.is_open()) return "not connected to the coordinator";
+        return std::nullopt;
     }
 
     std::uint64_t send(Message message) {

@@ -102,7 +102,8 @@ public:
 
     /// Bootstrap calls of the committed epoch (§6.5). put() is asynchronous: a PUT the coordinator refuses
     /// (a stale epoch) shows as a missing entry at the next fence. fence() and get() throw gpuops::Error when they
-    /// fail (stale epoch, the fence failed, the timeout passed, the connection dropped, the worker is out).
+    /// fail (stale epoch, the fence failed, the timeout passed, the connection dropped, the worker is out); while
+    /// the coordinator is unreachable they fail at once.
     void put(const std::string& key, const std::string& val_b64, KvScope scope = KvScope::epoch);
     /// A barrier of the committed epoch's members; with `collect`, every PUT of the epoch.
     [[nodiscard]] std::vector<KvEntry> fence(const std::string& fence_id, bool collect,

@@ -333,6 +333,24 @@ TEST_CASE("EVICTED and a closed job end the client, and fences fail instead of h
     CHECK(client.wait_exit(2s) == ClientState::evicted);
 }
 
+TEST_CASE("a fence or get while the coordinator is unreachable fails at once", "[client]") {
+    auto coord = std::make_unique<ScriptedCoordinator>();
+    ClientOptions o = options_for(*coord);
+    o.backoff_min = 5ms;
+    o.backoff_max = 40ms;
+    Client client(o, {});
+    client.start();
+    join_epoch_one(*coord, client);
+    coord.reset();  // the coordinator is gone and its port refuses: reconnects keep failing
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    while (client.state() != ClientState::reconnecting && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(5ms);
+    REQUIRE(client.state() == ClientState::reconnecting);
+    // Not a TimeoutError after 10 s: the request could never have been sent.
+    CHECK_THROWS_AS(client.fence("f-away", true, 10s), UnavailableError);
+    CHECK_THROWS_AS(client.get("k", 1, 10s), UnavailableError);
+}
+
 TEST_CASE("fence collects the epoch's PUTs and get returns a member's value", "[client]") {
     ScriptedCoordinator coord;
     Client client(options_for(coord), {});
