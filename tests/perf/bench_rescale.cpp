@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
     json_io::Json rows = json_io::Json::array();
     bool pass = true;
     for (const std::size_t n : sizes) {
-        const int rounds = n <= 32 ? 40 : n <= 64 ? 20 : 8;
+        const int rounds = n <= 32 ? 100 : n <= 64 ? 40 : 10;
         std::filesystem::create_directories(dir / std::to_string(n));
         const Row r = measure(n, rounds, dir / std::to_string(n));
         const double c50 = percentile(r.coordinator_ms, 0.5);
