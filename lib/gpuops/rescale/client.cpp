@@ -20,6 +20,7 @@
 #include "gpuops/rescale/address.hpp"
 #include "gpuops/rescale/codec.hpp"
 #include "gpuops/rescale/line_buffer.hpp"
+#include "gpuops/rescale/pending_requests.hpp"
 
 namespace gpuops::rescale {
 
@@ -165,11 +166,10 @@ public:
                 promise->set_exception(std::make_exception_ptr(UnavailableError(*why)));
                 return;
             }
-            fences_[fence_id] = promise;
-            requests_[send(Fence{view_.epoch, fence_id, collect})] = fence_id;
+            pending_.add_fence(fence_id, send(Fence{view_.epoch, fence_id, collect}), promise);
         });
         if (future.wait_for(timeout) != std::future_status::ready) {
-            asio::post(io_, [this, fence_id] { fences_.erase(fence_id); });
+            asio::post(io_, [this, fence_id] { pending_.forget_fence(fence_id); });
             throw TimeoutError(fmt::format("fence {} did not complete in {} ms", quote(fence_id), timeout.count()));
         }
         return future.get();
@@ -178,17 +178,16 @@ public:
     std::string get(const std::string& key, MemberId member, std::chrono::milliseconds timeout, KvScope scope) {
         auto promise = std::make_shared<std::promise<std::string>>();
         auto future = promise->get_future();
-        const std::string name = fmt::format("{}@{}", key, member);
+        const std::string name = detail::PendingRequests::get_name(key, member);
         asio::post(io_, [this, key, member, scope, promise, name] {
             if (const auto why = unreachable()) {
                 promise->set_exception(std::make_exception_ptr(UnavailableError(*why)));
                 return;
             }
-            gets_[name] = promise;
-            requests_[send(Get{view_.epoch, key, member, scope})] = name;
+            pending_.add_get(name, send(Get{view_.epoch, key, member, scope}), promise);
         });
         if (future.wait_for(timeout) != std::future_status::ready) {
-            asio::post(io_, [this, name] { gets_.erase(name); });
+            asio::post(io_, [this, name] { pending_.forget_get(name); });
             throw TimeoutError(
                 fmt::format("get {} of member {} did not complete in {} ms", quote(key), member, timeout.count()));
         }
@@ -244,22 +243,12 @@ private:
     void finish(ClientState s, const std::string& reason, bool notify = true) {
         if (final_state(state_) || finishing_) return;
         finishing_ = true;
-        fail_pending(fmt::format("the worker is {}: {}", to_string(s), reason));
+        pending_.fail_all(fmt::format("the worker is {}: {}", to_string(s), reason));
         heartbeat_timer_.cancel();
         retry_timer_.cancel();
         // The runtime hears it before wait_exit() returns to anyone.
         if (notify && callbacks_.on_exit) callbacks_.on_exit(s, reason);
         set_state(s);
-    }
-
-    void fail_pending(const std::string& why) {
-        for (auto& [id, p] : fences_)
-            p->set_exception(std::make_exception_ptr(UnavailableError(why)));
-        for (auto& [id, p] : gets_)
-            p->set_exception(std::make_exception_ptr(UnavailableError(why)));
-        fences_.clear();
-        gets_.clear();
-        requests_.clear();
     }
 
     // ---- connection -----------------------------------------------------------------------------------------------
@@ -297,7 +286,7 @@ private:
         outbox_.clear();
         writing_ = false;
         inbox_.clear();
-        fail_pending(fmt::format("connection lost: {}", why));
+        pending_.fail_all(fmt::format("connection lost: {}", why));
         const auto now = std::chrono::steady_clock::now();
         if (!down_since_) down_since_ = now;
         if (options_.give_up_after.count() > 0 && now - *down_since_ > options_.give_up_after)
@@ -316,23 +305,23 @@ private:
 
     void read_next() {
         socket_.async_read_some(asio::buffer(chunk_.get(), detail::read_chunk_bytes),
-                                [this](const asio::error_code& error, std::size_t bytes) {
-                                    if (error) return lost(error.message());
-                                    inbox_.append(std::string_view(chunk_.get(), bytes));
-                                    while (const auto line = inbox_.next()) {
-                                        receive(*line);
-                                        if (!socket_.is_open())
-                                            return;  // lost, evicted or released: nothing more to read
-                                    }
-                                    inbox_.compact();
-                                    if (inbox_.rest().size() > max_reply_bytes)
-                                        return lost("a line over the size limit");
-                                    read_next();
-                                });
+                                [this](const asio::error_code& error, std::size_t bytes) { on_read(error, bytes); });
+    }
+
+    void on_read(const asio::error_code& error, std::size_t bytes) {
+        if (error) return lost(error.message());
+        inbox_.append(std::string_view(chunk_.get(), bytes));
+        while (const auto line = inbox_.next()) {
+            receive(*line);
+            if (!socket_.is_open()) return;  // lost, evicted or released: nothing more to read
+        }
+        inbox_.compact();
+        if (inbox_.rest().size() > max_reply_bytes) return lost("a line over the size limit");
+        read_next();
     }
 
     /// Why a request cannot reach the coordinator now (it would be dropped, and its caller wait out its whole
-    /// timeout); nullopt when it can. A connection lost later fails the pending requests (fail_pending).
+    /// timeout); nullopt when it can. A connection lost later fails the pending requests.
     std::optional<std::string> unreachable() const {
         if (state_ == ClientState::reconnecting || !socket_.is_open()) return "not connected to the coordinator";
         return std::nullopt;
@@ -478,29 +467,8 @@ private:
         flush_then_close([] {});
     }
 
-    void on(const FenceDone& f) {
-        const auto it = fences_.find(f.fence_id);
-        if (it == fences_.end()) return;
-        if (f.ok) {
-            it->second->set_value(f.kv);
-        } else {
-            it->second->set_exception(std::make_exception_ptr(
-                UnavailableError(fmt::format("fence {} failed: {}", quote(f.fence_id), f.reason))));
-        }
-        fences_.erase(it);
-    }
-
-    void on(const GetReply& g) {
-        const auto it = gets_.find(fmt::format("{}@{}", g.key, g.member_id));
-        if (it == gets_.end()) return;
-        if (g.ok) {
-            it->second->set_value(g.val_b64);
-        } else {
-            it->second->set_exception(
-                std::make_exception_ptr(UnavailableError(fmt::format("get {} failed: {}", quote(g.key), g.reason))));
-        }
-        gets_.erase(it);
-    }
+    void on(const FenceDone& f) { pending_.settle(f); }
+    void on(const GetReply& g) { pending_.settle(g); }
 
     void on(const ErrorReply& e) {
         if (e.code == ErrorCode::closed) return finish(ClientState::stopped, "the job is closed");
@@ -508,19 +476,7 @@ private:
         // (its database was lost or belongs to another job).
         if (e.re && *e.re == hello_seq_ && (e.code == ErrorCode::bad_token || e.code == ErrorCode::unknown_member))
             return finish(ClientState::evicted, fmt::format("HELLO refused: {}", e.msg));
-        if (!e.re) return;
-        const auto it = requests_.find(*e.re);
-        if (it == requests_.end()) return;
-        const auto error = std::make_exception_ptr(UnavailableError(fmt::format("{}: {}", to_string(e.code), e.msg)));
-        if (const auto f = fences_.find(it->second); f != fences_.end()) {
-            f->second->set_exception(error);
-            fences_.erase(f);
-        }
-        if (const auto g = gets_.find(it->second); g != gets_.end()) {
-            g->second->set_exception(error);
-            gets_.erase(g);
-        }
-        requests_.erase(it);
+        if (e.re) pending_.refuse(*e.re, fmt::format("{}: {}", to_string(e.code), e.msg));
     }
 
     void on(const HbAck& /*ack*/) {}
@@ -564,9 +520,7 @@ private:
     std::optional<std::chrono::steady_clock::time_point> down_since_;
     std::optional<Transition> transition_;
     std::optional<MemberView> proposed_;
-    std::map<std::string, std::shared_ptr<std::promise<std::vector<KvEntry>>>> fences_;
-    std::map<std::string, std::shared_ptr<std::promise<std::string>>> gets_;
-    std::map<std::uint64_t, std::string> requests_;  ///< seq → the fence or get it asked for
+    detail::PendingRequests pending_;
 };
 
 Client::Client(ClientOptions options, ClientCallbacks callbacks)
